@@ -1,0 +1,41 @@
+# Two commands set up everything on a fresh machine:
+#   make run   - install what is missing, prepare the database, load the catalog, serve with a worker
+#   make test  - install what is missing and run every test, plus ruff and mypy
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
+NPM_STAMP := frontend/node_modules/.installed-$(shell sha256sum frontend/package-lock.json | cut -c1-12)
+
+.PHONY: run test deps system-deps python-deps npm-deps lint
+
+run: deps
+	./scripts/run.sh
+
+test: deps
+	./scripts/test.sh
+
+deps: system-deps python-deps npm-deps
+
+system-deps:
+	./scripts/install-system-deps.sh
+
+python-deps: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+npm-deps: $(NPM_STAMP)
+
+$(NPM_STAMP): frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	touch $@
+
+lint: python-deps
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy .

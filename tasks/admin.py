@@ -1,0 +1,37 @@
+from django.contrib import admin
+
+from .models import Task, TaskFile, TaskVersion
+
+
+class DraftFileInline(admin.TabularInline):
+    model = TaskFile
+    fk_name = "task"
+    fields = ["path", "visibility", "role", "expected_verdict"]
+    extra = 0
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["slug", "title", "kind", "difficulty", "hardware", "status", "owner"]
+    list_filter = ["kind", "status", "difficulty", "hardware"]
+    search_fields = ["slug", "title"]
+    readonly_fields = ["status", "current_version", "created_at", "updated_at"]
+    inlines = [DraftFileInline]
+
+
+@admin.register(TaskVersion)
+class TaskVersionAdmin(admin.ModelAdmin):
+    """Read-only: versions are frozen."""
+
+    list_display = ["task", "number", "content_hash", "created_at"]
+    search_fields = ["task__slug"]
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(TaskFile)
+class TaskFileAdmin(admin.ModelAdmin):
+    list_display = ["path", "task", "version", "visibility", "role"]
+    list_filter = ["visibility", "role"]
+    search_fields = ["path", "task__slug", "version__task__slug"]
