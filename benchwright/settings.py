@@ -195,3 +195,21 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# GPU pools that have workers: a task targeting one of these is graded on its
+# queue (grading.gpu.<name>); others are checked on the CPU pool.
+GRADING_GPU_POOLS = env_list("BENCHWRIGHT_GPU_POOLS", "")
+# A submission running longer than this is presumed lost with its worker and re-enqueued.
+GRADING_STUCK_AFTER_S = int(os.environ.get("BENCHWRIGHT_GRADING_STUCK_AFTER_S", "3600"))
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stuck-gradings": {"task": "submissions.sweep_stuck", "schedule": 300.0},
+}
+CELERY_TASK_ROUTES = {
+    "submissions.grade": {"queue": "default"},
+    "submissions.store_grading": {"queue": "grading.store"},
+    "submissions.sweep_stuck": {"queue": "default"},
+}
+
+if ENVIRONMENT == "test":
+    # Tests create many users; the default hasher's deliberate slowness only costs time there.
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,242 @@
+"""Every write to submissions: creation, status changes, and storing grading results.
+
+The grading pipeline (see jobs.py) is three jobs:
+
+1. ``grade_submission_job`` (trusted, has the database) claims the submission
+   (queued -> running) and sends a self-contained message to the grading queue
+   for the task's hardware;
+2. ``run_grading_job`` (sandbox host, no database credentials) grades it;
+3. ``store_grading_job`` (trusted) stores the GradingRun and scores the
+   automatic rubric criteria through ``grading_store`` below.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from benchwright.state import InvalidTransition, transition
+from rubrics import services as rubric_services
+from tasks.models import TaskVersion
+
+from .models import (
+    SUBMISSION_TRANSITIONS,
+    GradingRun,
+    Submission,
+    SubmissionFile,
+    SubmissionStatus,
+)
+
+log = logging.getLogger(__name__)
+
+# Internal errors (the platform's fault) are retried this many times before the
+# submission is marked failed; never blamed on the submission.
+MAX_GRADING_ATTEMPTS = 3
+INTERNAL_ERROR = "internal_error"
+NEEDS_HARDWARE = "needs_hardware"
+
+
+def submission_set_status(
+    *, submission_id: int, to: str, from_: str | set[str] | None = None, **extra: Any
+) -> None:
+    """The one way a submission's status changes; raises InvalidTransition."""
+    transition(
+        Submission.objects,
+        submission_id,
+        to=to,
+        allowed=SUBMISSION_TRANSITIONS,
+        from_=from_,
+        status_changed_at=timezone.now(),
+        **extra,
+    )
+
+
+def submission_create(
+    *,
+    version: TaskVersion,
+    submitter: AbstractBaseUser,
+    files: Mapping[str, str],
+    model_name: str = "",
+    run_id: str = "",
+    labels: Mapping[str, Any] | None = None,
+) -> Submission:
+    """Create a queued submission and enqueue its grading once the transaction commits."""
+    submission = Submission.objects.create(
+        task_version=version,
+        submitter=submitter,
+        model_name=model_name,
+        run_id=run_id,
+        labels=dict(labels or {}),
+        status_changed_at=timezone.now(),
+    )
+    SubmissionFile.objects.bulk_create(
+        SubmissionFile(submission=submission, path=path, content=content)
+        for path, content in files.items()
+    )
+    enqueue_grading(submission.pk)
+    return submission
+
+
+def enqueue_grading(submission_id: int, countdown: float = 0) -> None:
+    from .jobs import grade_submission_job
+
+    transaction.on_commit(
+        lambda: grade_submission_job.apply_async(args=[submission_id], countdown=countdown)
+    )
+
+
+def submission_claim(*, submission_id: int) -> bool:
+    """queued -> running, counting the attempt. False when someone else holds it,
+    so a redelivered job never grades twice."""
+    try:
+        submission_set_status(
+            submission_id=submission_id,
+            to=SubmissionStatus.RUNNING,
+            from_=SubmissionStatus.QUEUED,
+            attempts=F("attempts") + 1,
+        )
+    except InvalidTransition:
+        return False
+    return True
+
+
+def submission_cancel(*, submission: Submission) -> None:
+    submission_set_status(submission_id=submission.pk, to=SubmissionStatus.CANCELLED)
+
+
+def submission_regrade(*, submission: Submission) -> None:
+    """Queue a finished submission for a fresh grading."""
+    submission_set_status(
+        submission_id=submission.pk,
+        to=SubmissionStatus.QUEUED,
+        from_={
+            SubmissionStatus.GRADED,
+            SubmissionStatus.FAILED,
+            SubmissionStatus.AWAITING_REVIEW,
+            SubmissionStatus.REVIEWED,
+        },
+    )
+    enqueue_grading(submission.pk)
+
+
+def grading_queue_for(version: TaskVersion) -> str:
+    """Queue named by hardware. A GPU target goes to its GPU pool when one is
+    configured; otherwise the CPU pool checks correctness (Triton under the
+    interpreter) and a CUDA submission there comes back as needs_hardware."""
+    if version.hardware != "cpu" and version.hardware in settings.GRADING_GPU_POOLS:
+        return f"grading.gpu.{version.hardware}"
+    return "grading.cpu"
+
+
+def grading_message(submission: Submission) -> dict[str, Any]:
+    """Everything the sandbox host needs, so it never touches the database.
+    Hidden task files travel here only to the trusted grading host."""
+    version = submission.task_version
+    files = list(version.files.all())
+    manifest = {
+        "slug": version.task.slug,
+        "kind": version.kind,
+        "hardware": version.hardware,
+        "grading": version.grading,
+        "files": [{"path": f.path, "role": f.role, "visibility": f.visibility} for f in files],
+    }
+    return {
+        "submission_id": submission.pk,
+        "attempt": submission.attempts,
+        "manifest": manifest,
+        "task_files": {f.path: f.content for f in files},
+        "submission_files": {f.path: f.content for f in submission.files.all()},
+    }
+
+
+def _report_number(report: Mapping[str, Any], *keys: str) -> float | None:
+    value: Any = report
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _ran_on_target(report: Mapping[str, Any], version: TaskVersion) -> bool:
+    hardware = report.get("hardware") or {}
+    kind = str(hardware.get("kind") or hardware.get("name") or "").lower()
+    return bool(kind) and kind == version.hardware
+
+
+@transaction.atomic
+def grading_store(
+    *, submission_id: int, attempt: int, report: Mapping[str, Any]
+) -> GradingRun | None:
+    """Store one grading's report (trusted side). Safe to run twice: a second
+    delivery of the same attempt changes nothing."""
+    submission = Submission.objects.select_for_update().get(pk=submission_id)
+    if submission.status != SubmissionStatus.RUNNING or submission.attempts != attempt:
+        log.info("ignoring stale report for submission %s attempt %s", submission_id, attempt)
+        return None
+    verdict = str(report.get("verdict") or INTERNAL_ERROR)
+    run = GradingRun.objects.create(
+        submission=submission,
+        attempt=attempt,
+        verdict=verdict,
+        reason=str(report.get("reason") or "")[:5000],
+        report=dict(report),
+        hardware=str((report.get("hardware") or {}).get("name") or "")[:100],
+        target_hardware=_ran_on_target(report, submission.task_version),
+        harness_version=str(report.get("harness_version") or "")[:40],
+        timing_mode=str(report.get("timing_mode") or "")[:20],
+        reference_median_s=_report_number(report, "timing", "reference", "median_s"),
+        submission_median_s=_report_number(report, "timing", "submission", "median_s"),
+        speedup=_report_number(report, "speedup"),
+        started_at=timezone.now() - timedelta(seconds=_report_number(report, "duration_s") or 0),
+        finished_at=timezone.now(),
+    )
+    if verdict == INTERNAL_ERROR:
+        _retry_or_fail(submission, run)
+        return run
+    rubric_services.score_automatic(grading_run=run)
+    submission_set_status(
+        submission_id=submission.pk, to=SubmissionStatus.GRADED, verdict=verdict
+    )
+    return run
+
+
+def _retry_or_fail(submission: Submission, run: GradingRun) -> None:
+    if submission.attempts < MAX_GRADING_ATTEMPTS:
+        submission_set_status(submission_id=submission.pk, to=SubmissionStatus.QUEUED)
+        # Back off: 10 s, 20 s, ... so a sick host has time to recover.
+        enqueue_grading(submission.pk, countdown=10 * submission.attempts)
+        return
+    submission_set_status(
+        submission_id=submission.pk, to=SubmissionStatus.FAILED, verdict=INTERNAL_ERROR
+    )
+    log.error("submission %s failed after %s attempts: %s", submission.pk, run.attempt, run.reason)
+
+
+def submissions_sweep_stuck(*, older_than: timedelta) -> list[int]:
+    """Re-enqueue submissions stuck in running (a worker died) past their time limit."""
+    cutoff = timezone.now() - older_than
+    stuck = list(
+        Submission.objects.filter(
+            status=SubmissionStatus.RUNNING, status_changed_at__lt=cutoff
+        ).values_list("pk", flat=True)
+    )
+    requeued = []
+    for pk in stuck:
+        try:
+            submission_set_status(
+                submission_id=pk, to=SubmissionStatus.QUEUED, from_=SubmissionStatus.RUNNING
+            )
+        except InvalidTransition:
+            continue
+        enqueue_grading(pk)
+        requeued.append(pk)
+    return requeued

@@ -1,0 +1,89 @@
+import pytest
+
+from benchwright import roles
+from tests import factories
+
+
+@pytest.fixture
+def author(db):
+    return factories.make_user(roles.AUTHOR, username="author")
+
+
+@pytest.fixture
+def colleague(db):
+    """Another author: same role as the owner, but not the owner."""
+    return factories.make_user(roles.AUTHOR, username="colleague")
+
+
+@pytest.fixture
+def outsider(db):
+    """An API client with no relation to the task."""
+    return factories.make_user(roles.API_CLIENT, username="outsider")
+
+
+@pytest.fixture
+def reviewer(db):
+    return factories.make_user(roles.REVIEWER, username="reviewer")
+
+
+@pytest.fixture
+def admin_user(db):
+    return factories.make_user(roles.ADMIN, username="admin", is_staff=True)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real Celery worker process on the real Redis broker, using the test database.
+
+    Tests that hand it work must use ``transactional_db`` so their rows are
+    committed and visible to the worker's own connection.
+    """
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import redis
+    from django.conf import settings
+
+    from benchwright.celery import app
+    from submissions.jobs import ping_job
+
+    broker = settings.CELERY_BROKER_URL
+    assert broker.startswith("redis://"), "the worker tests need the real Redis broker"
+    redis.Redis.from_url(broker).flushdb()  # stale messages from an earlier run
+
+    db = settings.DATABASES["default"]
+    env = dict(os.environ)
+    env["DATABASE_URL"] = (
+        f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}"
+    )
+    log_path = Path(settings.BASE_DIR) / "artifacts" / "celery-worker.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = log_path.open("wb")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "benchwright", "worker", "--pool", "solo",
+         "-Q", "default,grading.store,grading.cpu", "--loglevel", "INFO",
+         "--hostname", f"test-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=settings.BASE_DIR,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                assert ping_job.delay("ready").get(timeout=10) == "pong:ready"
+                break
+            except Exception:
+                if worker.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"worker did not start; see {log_path}") from None
+        yield worker
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        log.close()
+        app.close()
