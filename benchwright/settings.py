@@ -150,6 +150,8 @@ STORAGES = {
         )
     },
 }
+# Serve static files from the finders too, so `make run` works before or without collectstatic.
+WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = Path(os.environ.get("DJANGO_MEDIA_ROOT", VAR_DIR / "media"))
 
 SESSION_COOKIE_SECURE = PRODUCTION

@@ -21,3 +21,9 @@ class SubmissionAdmin(admin.ModelAdmin):
 class GradingRunAdmin(admin.ModelAdmin):
     list_display = ["submission", "attempt", "verdict", "speedup", "timing_mode", "hardware"]
     list_filter = ["verdict", "timing_mode"]
+
+
+@admin.register(SubmissionFile)
+class SubmissionFileAdmin(admin.ModelAdmin):
+    list_display = ["path", "submission"]
+    search_fields = ["path"]
