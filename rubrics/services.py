@@ -37,12 +37,13 @@ def _speedup_holds(
         return False, "speedup counts only for accepted submissions"
     if not on_target:
         return False, "not graded on the task's target hardware: speedup not scored"
-    if report.get("timing_mode") == "interpreter":
+    timing = report.get("timing") or {}
+    if report.get("timing_mode") == "interpreter" or timing.get("scored") is False:
         return False, "timed under the Triton interpreter: speedup not scored"
     speedup = report.get("speedup")
     if not isinstance(speedup, int | float):
         return False, "no speedup measured"
-    if not (report.get("timing") or {}).get("significant", False):
+    if not timing.get("significant", False):
         return False, f"speedup {speedup:.2f}x is within timing noise"
     return speedup >= threshold, f"speedup {speedup:.2f}x, rule wants {threshold:g}x"
 

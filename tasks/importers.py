@@ -1,0 +1,448 @@
+"""Turn problems in the two public formats into task bundles.
+
+KernelBench problems are single files (``Model``, ``get_inputs``,
+``get_init_inputs``, sizes in module-level globals). GPU MODE problems are
+folders with ``reference.py`` (``ref_kernel``, ``generate_input``,
+``check_implementation``) and ``task.yml`` (``tests`` and ``benchmarks``: lists
+of keyword arguments for ``generate_input``).
+
+Their shapes are sized for GPUs (a KernelBench softmax is 4096 x 393216 fp32,
+about 6 GiB), so each imported bundle keeps the original shapes for GPU hosts
+and adds a scaled-down set for CPU hosts, where Triton runs under the
+interpreter and only correctness is decided.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+import yaml
+
+# Each scaled-down CPU shape set keeps at most about this many elements in its
+# largest input, so a grading under the Triton interpreter takes seconds.
+CPU_ELEMENT_BUDGET = 4096
+# Globals below this are parameters (kernel sizes, strides, dims), not sizes.
+SIZE_THRESHOLD = 16
+
+DEFAULT_TOLERANCES = {
+    "float32": {"atol": 1e-4, "rtol": 1e-4},
+    "float16": {"atol": 1e-2, "rtol": 1e-2},
+    "bfloat16": {"atol": 2e-2, "rtol": 2e-2},
+}
+
+HUMAN_CRITERIA = [
+    (
+        "clarity",
+        "Clarity",
+        "The kernel is easy to follow: named block sizes, clear indexing, comments on the "
+        "tricky parts.",
+        ["Hard to follow.", "Readable with effort.", "Clear at a glance."],
+    ),
+    (
+        "numerical-care",
+        "Numerical care",
+        "Accumulates in a wide enough type, handles large magnitudes, ragged tails and "
+        "empty inputs.",
+        ["Ignores numerical issues.", "Handles the common cases.", "Robust on every edge case."],
+    ),
+    (
+        "explanation",
+        "Explanation",
+        "Explains the design choices and why the kernel should be fast on the target.",
+        ["No explanation.", "Some explanation.", "A clear account of the design and its costs."],
+    ),
+]
+
+
+class ProblemFormatError(ValueError):
+    """A problem file cannot be turned into a bundle; the message names the file."""
+
+
+@dataclass
+class ImportedBundle:
+    slug: str
+    files: dict[str, str]  # path -> text, task.toml included
+    notes: list[str] = field(default_factory=list)
+
+    def write(self, root: Path) -> Path:
+        folder = root / self.slug
+        folder.mkdir(parents=True, exist_ok=True)
+        for path, text in self.files.items():
+            target = folder / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        return folder
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "problem"
+
+
+def scale_sizes(sizes: dict[str, int], budget: int = CPU_ELEMENT_BUDGET) -> dict[str, int]:
+    """Shrink size-like integers so their product stays within ``budget``.
+
+    Each size is capped at the same per-dimension limit, and a capped size is
+    made odd so the CPU set still exercises ragged tails and masking.
+    """
+    big = {name: value for name, value in sizes.items() if value >= SIZE_THRESHOLD}
+    if not big or math.prod(big.values()) <= budget:
+        return {}
+    cap = max(3, int(budget ** (1 / len(big))))
+    scaled = {}
+    for name, value in big.items():
+        new = min(value, cap)
+        if new < value and new % 2 == 0:
+            new -= 1
+        scaled[name] = new
+    return scaled
+
+
+def _module_int_globals(source: str, filename: str) -> dict[str, int]:
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as error:
+        raise ProblemFormatError(f"{filename}: not valid Python: {error}") from error
+    found: dict[str, int] = {}
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and type(node.value.value) is int
+        ):
+            found[node.targets[0].id] = node.value.value
+    return found
+
+
+def _module_defines(source: str, filename: str) -> set[str]:
+    tree = ast.parse(source, filename=filename)
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
+    }
+
+
+def _default_rubric() -> dict[str, Any]:
+    criteria: list[dict[str, Any]] = [
+        {
+            "id": "correct",
+            "title": "Correct on every shape",
+            "description": "The grader accepts the solution.",
+            "points": 6,
+            "kind": "automatic",
+            "rule": {"type": "verdict", "equals": "accepted"},
+        },
+        {
+            "id": "speedup-1.2x",
+            "title": "At least 1.2x faster than the reference on target hardware",
+            "points": 2,
+            "kind": "automatic",
+            "rule": {"type": "speedup", "at_least": 1.2},
+        },
+        {
+            "id": "speedup-2x",
+            "title": "At least 2x faster than the reference on target hardware",
+            "points": 2,
+            "kind": "automatic",
+            "rule": {"type": "speedup", "at_least": 2.0},
+        },
+        {
+            "id": "integrity",
+            "title": "Integrity finding",
+            "description": "The grader found the solution tampering with the harness.",
+            "points": -4,
+            "kind": "automatic",
+            "rule": {"type": "integrity", "clean": False},
+        },
+    ]
+    for key, title, description, descriptors in HUMAN_CRITERIA:
+        criteria.append(
+            {
+                "id": key,
+                "title": title,
+                "description": description,
+                "points": len(descriptors) - 1,
+                "kind": "human",
+                "levels": [
+                    {"score": score, "descriptor": text} for score, text in enumerate(descriptors)
+                ],
+            }
+        )
+    return {"criteria": criteria}
+
+
+def _manifest(
+    *,
+    slug: str,
+    title: str,
+    tags: list[str],
+    hardware: str,
+    language: str,
+    fmt: str,
+    shapes: list[dict[str, Any]],
+    difficulty: str,
+) -> dict[str, Any]:
+    return {
+        "slug": slug,
+        "title": title,
+        "kind": "kernel",
+        "difficulty": difficulty,
+        "tags": tags,
+        "hardware": hardware,
+        "statement": "statement.md",
+        "grading": {
+            "format": fmt,
+            "language": language,
+            "trials": 5,
+            "shapes": shapes,
+            "tolerances": DEFAULT_TOLERANCES,
+            "timing": {"warmup": 3, "min_batches": 5, "max_batches": 30, "budget_s": 20.0},
+        },
+        "files": [
+            {"path": "statement.md", "visibility": "prompt", "role": "statement"},
+            # Both public formats show the reference to the solver: it is the problem.
+            {"path": "reference.py", "visibility": "prompt", "role": "reference"},
+        ],
+        "rubric": _default_rubric(),
+    }
+
+
+def _shape_table(values: dict[str, Any]) -> str:
+    if not values:
+        return "(no size parameters)"
+    return ", ".join(f"`{name} = {value}`" for name, value in values.items())
+
+
+def _tolerance_lines() -> str:
+    return "\n".join(
+        f"- `{dtype}`: atol {tol['atol']:g}, rtol {tol['rtol']:g}"
+        for dtype, tol in DEFAULT_TOLERANCES.items()
+    )
+
+
+KERNELBENCH_STATEMENT = """# {title}
+
+Write a faster implementation of the PyTorch model in `reference.py`, shown
+below. Define `class ModelNew(nn.Module)` taking the same constructor
+arguments as `Model` (from `get_init_inputs()`) and computing the same
+outputs as `Model.forward` from the inputs of `get_inputs()`. Parameters of
+the same name and shape are copied from the reference model into yours, so
+both compute with the same weights.
+
+Target hardware: **{hardware}**. Write the kernel in {language}.
+
+## Shapes
+
+- On GPU hosts, the original sizes: {gpu_shapes}.
+- On CPU hosts, where Triton runs under its interpreter and only correctness is
+  checked: {cpu_shapes}.
+
+## Correct means
+
+Every output has the reference's dtype, shape and device, and
+`|out - ref| <= atol + rtol * |ref|` element-wise, over at least 5 trials of
+fresh random inputs, with tolerances by dtype:
+
+{tolerances}
+
+## Reference
+
+```python
+{source}
+```
+"""
+
+
+def import_kernelbench_file(
+    path: Path, *, level: int | None, hardware: str = "h100", language: str = "triton"
+) -> ImportedBundle:
+    """One KernelBench problem file (e.g. ``level1/23_Softmax.py``) as a bundle."""
+    source = path.read_text(encoding="utf-8")
+    defined = _module_defines(source, path.name)
+    missing = {"Model", "get_inputs", "get_init_inputs"} - defined
+    if missing:
+        raise ProblemFormatError(
+            f"{path}: not a KernelBench problem: missing {', '.join(sorted(missing))}"
+        )
+    notes = []
+    if ".cuda()" in source:
+        # Device placement is the harness's job; a hard-coded .cuda() fails on CPU hosts.
+        source = source.replace(".cuda()", "")
+        notes.append("removed .cuda() calls: the harness places inputs on the device")
+    match = re.match(r"(\d+)_(.+)", path.stem)
+    number, name = (match.group(1), match.group(2)) if match else ("", path.stem)
+    title = name.replace("_", " ")
+    slug = slugify(f"kb-l{level}-{number}-{name}" if level is not None else f"kb-{name}")
+    sizes = _module_int_globals(source, path.name)
+    cpu = scale_sizes(sizes)
+    shapes: list[dict[str, Any]] = [{"name": "original", "hosts": ["gpu"]}]
+    shapes.append({"name": "cpu-scaled", "hosts": ["cpu"], **cpu} if cpu else {"name": "cpu"})
+    tags = ["kernelbench"] + ([f"level{level}"] if level is not None else [])
+    manifest = _manifest(
+        slug=slug,
+        title=title,
+        tags=tags,
+        hardware=hardware,
+        language=language,
+        fmt="kernelbench",
+        shapes=shapes,
+        difficulty={1: "easy", 2: "medium"}.get(level or 0, "hard"),
+    )
+    statement = KERNELBENCH_STATEMENT.format(
+        title=title,
+        hardware=hardware,
+        language=language,
+        gpu_shapes=_shape_table(sizes),
+        cpu_shapes=_shape_table({**sizes, **cpu}),
+        tolerances=_tolerance_lines(),
+        source=source.rstrip(),
+    )
+    return ImportedBundle(
+        slug=slug,
+        files={
+            "task.toml": tomli_w.dumps(manifest),
+            "statement.md": statement,
+            "reference.py": source,
+        },
+        notes=notes,
+    )
+
+
+GPUMODE_STATEMENT = """# {title}
+
+{description}
+
+Implement `custom_kernel(data)` in `solution.py`: it receives what
+`generate_input(**shape, seed=...)` in `reference.py` returns and must produce
+what `ref_kernel(data)` produces; `check_implementation` in the reference
+decides correctness, over at least 5 trials of fresh inputs.
+
+Target hardware: **{hardware}**. Write the kernel in {language}.
+
+## Shapes
+
+- On GPU hosts (tests and benchmarks of the original problem): {gpu_shapes}.
+- On CPU hosts, scaled down, correctness only: {cpu_shapes}.
+
+## Reference
+
+```python
+{source}
+```
+"""
+
+
+def _scale_case(case: dict[str, Any]) -> dict[str, Any]:
+    sizes = {key: value for key, value in case.items() if type(value) is int and key != "seed"}
+    return {**case, **scale_sizes(sizes)}
+
+
+def import_gpumode_folder(
+    folder: Path, *, hardware: str = "h100", language: str = "triton"
+) -> ImportedBundle:
+    """One GPU MODE problem folder (``reference.py`` + ``task.yml``) as a bundle."""
+    reference = folder / "reference.py"
+    task_yml = folder / "task.yml"
+    for required in (reference, task_yml):
+        if not required.is_file():
+            raise ProblemFormatError(
+                f"{folder}: not a GPU MODE problem: {required.name} is missing"
+            )
+    source = reference.read_text(encoding="utf-8")
+    defined = _module_defines(source, "reference.py")
+    missing = {"ref_kernel", "generate_input"} - defined
+    if missing:
+        raise ProblemFormatError(f"{reference}: missing {', '.join(sorted(missing))}")
+    try:
+        meta = yaml.safe_load(task_yml.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise ProblemFormatError(f"{task_yml}: not valid YAML: {error}") from error
+    if not isinstance(meta, dict):
+        raise ProblemFormatError(f"{task_yml}: expected a mapping at the top level")
+    tests = _cases(meta, "tests", task_yml)
+    benchmarks = _cases(meta, "benchmarks", task_yml, required=False)
+    shapes: list[dict[str, Any]] = []
+    for index, case in enumerate(tests + benchmarks):
+        clean = {key: value for key, value in case.items() if key != "seed"}
+        shapes.append({"name": f"gpu-{index + 1}", "hosts": ["gpu"], **clean})
+    for index, case in enumerate(tests):
+        clean = {key: value for key, value in _scale_case(case).items() if key != "seed"}
+        shapes.append({"name": f"cpu-{index + 1}", "hosts": ["cpu"], **clean})
+    name = folder.name.removesuffix("_py")
+    slug = slugify(f"gpumode-{name}")
+    title = str(meta.get("name") or name.replace("_", " ").title())
+    manifest = _manifest(
+        slug=slug,
+        title=title,
+        tags=["gpumode"],
+        hardware=hardware,
+        language=language,
+        fmt="gpumode",
+        shapes=shapes,
+        difficulty="medium",
+    )
+    statement = GPUMODE_STATEMENT.format(
+        title=title,
+        description=str(meta.get("description") or "").strip(),
+        hardware=hardware,
+        language=language,
+        gpu_shapes="; ".join(_shape_table(s) for s in tests + benchmarks),
+        cpu_shapes="; ".join(_shape_table(_scale_case(s)) for s in tests),
+        source=source.rstrip(),
+    )
+    return ImportedBundle(
+        slug=slug,
+        files={
+            "task.toml": tomli_w.dumps(manifest),
+            "statement.md": statement,
+            "reference.py": source,
+        },
+    )
+
+
+def _cases(
+    meta: dict[str, Any], key: str, where: Path, *, required: bool = True
+) -> list[dict[str, Any]]:
+    cases = meta.get(key)
+    if cases is None and not required:
+        return []
+    if not isinstance(cases, list) or not cases:
+        raise ProblemFormatError(
+            f"{where}: `{key}` must be a non-empty list of keyword-argument tables"
+        )
+    for index, case in enumerate(cases):
+        if not isinstance(case, dict):
+            raise ProblemFormatError(
+                f"{where}: {key}[{index}] must be a table of keyword arguments"
+            )
+    return cases
+
+
+def find_kernelbench_files(root: Path, level: int | None) -> list[tuple[Path, int | None]]:
+    """Problem files under ``root``: a file, a ``levelN`` folder, or a tree of them."""
+    if root.is_file():
+        return [(root, level)]
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        match = re.search(r"level(\d+)", str(path.relative_to(root.parent)))
+        file_level = int(match.group(1)) if match else level
+        if level is not None and file_level != level:
+            continue
+        if path.name.startswith("_"):
+            continue
+        found.append((path, file_level))
+    return found
+
+
+def find_gpumode_folders(root: Path) -> list[Path]:
+    if (root / "task.yml").is_file():
+        return [root]
+    return sorted(p.parent for p in root.rglob("task.yml"))

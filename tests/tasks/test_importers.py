@@ -1,0 +1,124 @@
+"""Importers for the two public problem formats, on small fixtures written for these tests."""
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tasks.importers import (
+    CPU_ELEMENT_BUDGET,
+    ProblemFormatError,
+    find_gpumode_folders,
+    find_kernelbench_files,
+    import_gpumode_folder,
+    import_kernelbench_file,
+    scale_sizes,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ROW_SUM = FIXTURES / "kernelbench" / "level1" / "3_Row_Sum.py"
+LINEAR = FIXTURES / "kernelbench" / "level2" / "12_Linear_Bias_Relu.py"
+VECTOR_SCALE = FIXTURES / "gpumode" / "vector_scale_py"
+
+
+def manifest_of(bundle):
+    return tomllib.loads(bundle.files["task.toml"])
+
+
+def test_small_sizes_are_left_alone():
+    assert scale_sizes({"batch_size": 4, "dim": 100}) == {}
+
+
+def test_gpu_sizes_shrink_to_odd_cpu_sizes_within_the_budget():
+    scaled = scale_sizes({"batch_size": 4096, "dim": 393216, "kernel_size": 3})
+
+    assert set(scaled) == {"batch_size", "dim"}, "parameters below the size threshold stay"
+    assert scaled["batch_size"] * scaled["dim"] <= CPU_ELEMENT_BUDGET
+    assert all(value % 2 == 1 for value in scaled.values())
+
+
+def test_a_kernelbench_problem_keeps_gpu_shapes_and_gets_a_cpu_set():
+    bundle = import_kernelbench_file(ROW_SUM, level=1)
+    manifest = manifest_of(bundle)
+
+    assert bundle.slug == "kb-l1-3-row-sum"
+    assert manifest["grading"]["format"] == "kernelbench"
+    gpu, cpu = manifest["grading"]["shapes"]
+    assert gpu == {"name": "original", "hosts": ["gpu"]}
+    assert cpu["hosts"] == ["cpu"]
+    assert cpu["batch_size"] * cpu["dim"] <= CPU_ELEMENT_BUDGET
+    assert manifest["tags"] == ["kernelbench", "level1"]
+    assert manifest["difficulty"] == "easy"
+
+
+def test_hard_coded_cuda_placement_is_removed_and_noted():
+    bundle = import_kernelbench_file(ROW_SUM, level=1)
+
+    assert ".cuda()" not in bundle.files["reference.py"]
+    assert any("cuda" in note for note in bundle.notes)
+
+
+def test_the_generated_statement_shows_interface_shapes_and_reference():
+    bundle = import_kernelbench_file(LINEAR, level=2)
+    statement = bundle.files["statement.md"]
+
+    assert "class ModelNew(nn.Module)" in statement
+    assert "`in_features = 4096`" in statement
+    assert "self.linear = nn.Linear(in_features, out_features)" in statement
+    assert "atol" in statement
+
+
+def test_the_default_rubric_has_automatic_and_human_criteria():
+    rubric = manifest_of(import_kernelbench_file(LINEAR, level=2))["rubric"]["criteria"]
+    kinds = {c["id"]: c["kind"] for c in rubric}
+
+    assert kinds["correct"] == "automatic"
+    assert kinds["clarity"] == "human"
+    assert any(c["points"] < 0 for c in rubric), "an integrity penalty"
+    assert all(c["levels"] for c in rubric if c["kind"] == "human")
+
+
+def test_a_gpumode_problem_maps_tests_and_benchmarks_to_shapes():
+    bundle = import_gpumode_folder(VECTOR_SCALE)
+    shapes = manifest_of(bundle)["grading"]["shapes"]
+
+    gpu = [s for s in shapes if s["hosts"] == ["gpu"]]
+    cpu = [s for s in shapes if s["hosts"] == ["cpu"]]
+    assert [s["size"] for s in gpu] == [1024, 100003, 67108864]
+    assert [s["size"] for s in cpu] == [1024, 4095]
+    assert all("seed" not in s for s in shapes), "seeds are chosen per grading, never fixed"
+    assert bundle.slug == "gpumode-vector-scale"
+    assert "Multiply a vector by a scalar." in bundle.files["statement.md"]
+
+
+def test_finding_problems_in_a_tree_respects_the_level():
+    root = FIXTURES / "kernelbench"
+    assert [p.name for p, _ in find_kernelbench_files(root, level=2)] == [LINEAR.name]
+    assert {level for _, level in find_kernelbench_files(root, level=None)} == {1, 2}
+    assert find_gpumode_folders(FIXTURES / "gpumode") == [VECTOR_SCALE]
+
+
+def test_a_file_without_the_kernelbench_entry_points_is_refused(tmp_path):
+    bad = tmp_path / "1_Nothing.py"
+    bad.write_text("import torch\n\nclass Model:\n    pass\n")
+
+    with pytest.raises(ProblemFormatError, match=r"1_Nothing.py.*get_init_inputs, get_inputs"):
+        import_kernelbench_file(bad, level=1)
+
+
+def test_a_gpumode_folder_with_broken_yaml_names_the_file(tmp_path):
+    folder = tmp_path / "broken_py"
+    folder.mkdir()
+    (folder / "reference.py").write_text((VECTOR_SCALE / "reference.py").read_text())
+    (folder / "task.yml").write_text("tests: [ {size: 1\n")
+
+    with pytest.raises(ProblemFormatError, match=r"task\.yml: not valid YAML"):
+        import_gpumode_folder(folder)
+
+
+def test_written_bundles_contain_every_file(tmp_path):
+    bundle = import_gpumode_folder(VECTOR_SCALE)
+
+    folder = bundle.write(tmp_path)
+
+    assert sorted(p.name for p in folder.iterdir()) == ["reference.py", "statement.md", "task.toml"]
