@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+from django.contrib.auth.models import AnonymousUser, Group, User
 
 AUTHOR = "author"
 REVIEWER = "reviewer"
@@ -18,22 +18,20 @@ def ensure_groups(**_: Any) -> None:
         Group.objects.get_or_create(name=name)
 
 
-def has_role(user: AbstractBaseUser | AnonymousUser, role: str) -> bool:
+def has_role(user: User | AnonymousUser, role: str) -> bool:
     if not user.is_authenticated or not user.is_active:
         return False
     if getattr(user, "is_superuser", False):
         return True
     if role != ADMIN and is_admin(user):
         return True
-    return user.groups.filter(name=role).exists()  # type: ignore[union-attr]
+    return user.groups.filter(name=role).exists()
 
 
-def is_admin(user: AbstractBaseUser | AnonymousUser) -> bool:
+def is_admin(user: User | AnonymousUser) -> bool:
     if not user.is_authenticated or not user.is_active:
         return False
-    return bool(getattr(user, "is_superuser", False)) or user.groups.filter(  # type: ignore[union-attr]
-        name=ADMIN
-    ).exists()
+    return bool(getattr(user, "is_superuser", False)) or user.groups.filter(name=ADMIN).exists()
 
 
 def grant(user: Any, *roles: str) -> None:

@@ -75,12 +75,16 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "tasks",
     "rubrics",
     "submissions",
     "reviews",
     "exports",
     "frontend",
+    "accounts",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -184,11 +188,70 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Grading: which sandbox backend the grading workers use.
 SANDBOX_BACKEND = os.environ.get("BENCHWRIGHT_SANDBOX", "bwrap")
 
+# The REST API (/api/v1/). Bearer tokens for pipelines, the session for the browser.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["accounts.parsers.LimitedJSONParser"],
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiRateThrottle"],
+    "DEFAULT_SCHEMA_CLASS": "accounts.schema.ApiAutoSchema",
+    "EXCEPTION_HANDLER": "accounts.errors.api_exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Benchwright API",
+    "DESCRIPTION": "List published evaluation tasks, submit solutions in bulk, collect grades.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI and Redoc come from the drf-spectacular-sidecar package, served
+    # as our own static files: the docs page loads nothing from elsewhere.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+# Requests per token (or user; per address when anonymous); "N/s", "N/m", "N/h" or "N/d".
+API_RATES = {
+    "read": os.environ.get("BENCHWRIGHT_API_RATE_READ", "1200/m"),
+    "write": os.environ.get("BENCHWRIGHT_API_RATE_WRITE", "600/m"),
+    "anon": os.environ.get("BENCHWRIGHT_API_RATE_ANON", "60/m"),
+}
+# Daily quotas for a token without its own (sandbox seconds: summed grading-run durations).
+API_DAILY_SUBMISSIONS = int(os.environ.get("BENCHWRIGHT_API_DAILY_SUBMISSIONS", "20000"))
+API_DAILY_SANDBOX_SECONDS = int(os.environ.get("BENCHWRIGHT_API_DAILY_SANDBOX_SECONDS", "86400"))
+API_MAX_FILES = int(os.environ.get("BENCHWRIGHT_API_MAX_FILES", "20"))
+API_MAX_FILE_BYTES = int(os.environ.get("BENCHWRIGHT_API_MAX_FILE_BYTES", str(256 * 1024)))
+API_MAX_SUBMISSION_BYTES = int(
+    os.environ.get("BENCHWRIGHT_API_MAX_SUBMISSION_BYTES", str(1024 * 1024))
+)
+API_MAX_BATCH = int(os.environ.get("BENCHWRIGHT_API_MAX_BATCH", "1000"))
+API_MAX_BODY_BYTES = int(os.environ.get("BENCHWRIGHT_API_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
+API_MAX_BATCH_BODY_BYTES = int(
+    os.environ.get("BENCHWRIGHT_API_MAX_BATCH_BODY_BYTES", str(64 * 1024 * 1024))
+)
+API_LOG_TAIL_CHARS = int(os.environ.get("BENCHWRIGHT_API_LOG_TAIL_CHARS", "4000"))
+# Webhooks: plain http and loopback callback URLs only where this is on (development, tests).
+WEBHOOKS_ALLOW_INSECURE = env_bool("BENCHWRIGHT_WEBHOOKS_ALLOW_INSECURE", not PRODUCTION)
+WEBHOOK_RETRY_DELAYS_S = [
+    float(s) for s in env_list("BENCHWRIGHT_WEBHOOK_RETRY_DELAYS", "5,300,1800,7200,18000,36000")
+]
+WEBHOOK_TIMEOUT_S = float(os.environ.get("BENCHWRIGHT_WEBHOOK_TIMEOUT_S", "10"))
+
+# Throttle counters live in the cache: Redis when configured (shared by every web process).
+CACHES = {
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ["REDIS_CACHE_URL"],
+        }
+        if os.environ.get("REDIS_CACHE_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
 }
 
 LOGGING = {

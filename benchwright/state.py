@@ -24,7 +24,7 @@ def sources_for(target: str, allowed: Mapping[str, frozenset[str]]) -> set[str]:
 
 
 def transition(
-    queryset: models.QuerySet[Any],
+    queryset: models.QuerySet[Any] | models.Manager[Any],
     pk: Any,
     *,
     to: str,

@@ -26,7 +26,7 @@ def grade_submission_job(submission_id: int) -> str:
         return "not claimed"
     submission = Submission.objects.select_related("task_version").get(pk=submission_id)
     queue = services.grading_queue_for(submission.task_version)
-    run_grading_job.apply_async(args=[services.grading_message(submission)], queue=queue)
+    run_grading_job.apply_async(args=(services.grading_message(submission),), queue=queue)
     return queue
 
 
@@ -37,7 +37,7 @@ def run_grading_job(message: dict[str, Any]) -> str:
 
     report = grade_message(message, backend_name=settings.SANDBOX_BACKEND)
     store_grading_job.apply_async(
-        args=[message["submission_id"], message["attempt"], report], queue=STORE_QUEUE
+        args=(message["submission_id"], message["attempt"], report), queue=STORE_QUEUE
     )
     return str(report.get("verdict"))
 

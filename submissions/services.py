@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -62,7 +62,7 @@ def submission_set_status(
 def submission_create(
     *,
     version: TaskVersion,
-    submitter: AbstractBaseUser,
+    submitter: User,
     files: Mapping[str, str],
     model_name: str = "",
     run_id: str = "",
@@ -89,7 +89,7 @@ def enqueue_grading(submission_id: int, countdown: float = 0) -> None:
     from .jobs import grade_submission_job
 
     transaction.on_commit(
-        lambda: grade_submission_job.apply_async(args=[submission_id], countdown=countdown)
+        lambda: grade_submission_job.apply_async(args=(submission_id,), countdown=countdown)
     )
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User as UserModel
 from django.db.models import Q, QuerySet
 
 from benchwright import roles
 
 from .models import Task, TaskFile, TaskStatus, TaskVersion, Visibility
 
-User = AbstractBaseUser | AnonymousUser
+User = UserModel | AnonymousUser
 
 
 def tasks_for_user(user: User) -> QuerySet[Task]:
@@ -40,7 +40,9 @@ def can_see_hidden_files(user: User, task: Task) -> bool:
     return task.owner_id == user.pk or roles.has_role(user, roles.REVIEWER)
 
 
-def files_for_user(user: User, task: Task, version: TaskVersion | None = None) -> QuerySet[TaskFile]:
+def files_for_user(
+    user: User, task: Task, version: TaskVersion | None = None
+) -> QuerySet[TaskFile]:
     """The draft's files (or a version's), without hidden ones unless the user may see them."""
     files = version.files.all() if version is not None else task.files.all()
     if not can_see_hidden_files(user, task):

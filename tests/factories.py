@@ -6,7 +6,7 @@ import itertools
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 
 from benchwright import roles
 from rubrics.models import Criterion, CriterionKind, Rubric
@@ -37,7 +37,7 @@ def get_init_inputs():
 """
 
 
-def make_user(*role_names: str, username: str | None = None, **extra: Any) -> AbstractUser:
+def make_user(*role_names: str, username: str | None = None, **extra: Any) -> User:
     name = username or f"user{next(_counter)}"
     user = get_user_model().objects.create_user(
         username=name, password="correct horse battery", **extra
@@ -46,7 +46,7 @@ def make_user(*role_names: str, username: str | None = None, **extra: Any) -> Ab
     return user  # type: ignore[return-value]
 
 
-def make_task(owner: AbstractUser | None = None, **fields: Any) -> Task:
+def make_task(owner: User | None = None, **fields: Any) -> Task:
     owner = owner or make_user(roles.AUTHOR)
     n = next(_counter)
     defaults: dict[str, Any] = {
@@ -94,7 +94,7 @@ def make_task(owner: AbstractUser | None = None, **fields: Any) -> Task:
     return task
 
 
-def make_published_task(owner: AbstractUser | None = None, **fields: Any) -> Task:
+def make_published_task(owner: User | None = None, **fields: Any) -> Task:
     """A task frozen into a version and published, the way a reviewer would."""
     task = make_task(owner, **fields)
     reviewer = make_user(roles.REVIEWER)
@@ -108,7 +108,7 @@ def make_published_task(owner: AbstractUser | None = None, **fields: Any) -> Tas
 
 def make_submission(
     version: TaskVersion | None = None,
-    submitter: AbstractUser | None = None,
+    submitter: User | None = None,
     files: dict[str, str] | None = None,
     **fields: Any,
 ) -> Submission:
