@@ -217,3 +217,74 @@ class TaskFile(TimeStamped):
             raise ImmutableVersionError(f"{self.path} belongs to a frozen version")
         self.sha256 = hashlib.sha256(self.content.encode()).hexdigest()
         super().save(*args, **kwargs)
+
+
+class ValidationStatus(models.TextChoices):
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+
+
+VALIDATION_TRANSITIONS: dict[str, frozenset[str]] = {
+    ValidationStatus.RUNNING: frozenset({ValidationStatus.PASSED, ValidationStatus.FAILED}),
+    ValidationStatus.PASSED: frozenset(),
+    ValidationStatus.FAILED: frozenset(),
+}
+
+
+class ValidationRun(TimeStamped):
+    """Grading a draft's expert solution and every negative example through the
+    real queue. A task goes to review only when a run over its current content passed."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validation_runs")
+    content_hash = models.CharField(max_length=64, help_text="The draft content validated.")
+    status = models.CharField(
+        max_length=10, choices=ValidationStatus.choices, default=ValidationStatus.RUNNING
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=ValidationStatus.values), name="validation_status_valid"
+            )
+        ]
+        indexes = [
+            # "Has this exact draft content passed validation?"
+            models.Index(fields=["task", "content_hash", "status"], name="validation_lookup"),
+        ]
+
+    def __str__(self) -> str:
+        return f"validation {self.pk} of {self.task.slug}: {self.status}"
+
+
+class ValidationResult(TimeStamped):
+    """One file of a validation run: the verdict it got against the one it must get."""
+
+    run = models.ForeignKey(ValidationRun, on_delete=models.CASCADE, related_name="results")
+    path = models.CharField(max_length=255)
+    role = models.CharField(max_length=20, choices=FileRole.choices)
+    expected_verdict = models.CharField(max_length=40)
+    verdict = models.CharField(max_length=40, blank=True, help_text="Empty while grading.")
+    report = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["run", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "path"], name="validation_result_path_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.verdict or 'pending'} (expected {self.expected_verdict})"
+
+    @property
+    def done(self) -> bool:
+        return bool(self.verdict)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == self.expected_verdict

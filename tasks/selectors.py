@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AnonymousUser, User as UserModel
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as UserModel
 from django.db.models import Q, QuerySet
 
 from benchwright import roles
@@ -48,3 +52,20 @@ def files_for_user(
     if not can_see_hidden_files(user, task):
         files = files.filter(visibility=Visibility.PROMPT)
     return files
+
+
+def grading_payload(
+    *, slug: str, kind: str, hardware: str, grading: dict[str, Any], files: Iterable[TaskFile]
+) -> dict[str, Any]:
+    """The task half of a grading message: what a sandbox host needs, and nothing else."""
+    files = list(files)
+    return {
+        "manifest": {
+            "slug": slug,
+            "kind": kind,
+            "hardware": hardware,
+            "grading": grading,
+            "files": [{"path": f.path, "role": f.role, "visibility": f.visibility} for f in files],
+        },
+        "task_files": {f.path: f.content for f in files},
+    }

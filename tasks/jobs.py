@@ -1,0 +1,50 @@
+"""Validation jobs: grade one candidate file in a sandbox, then store its verdict.
+
+``run_validation_item_job`` runs on sandbox hosts (no database); the report
+comes back through the broker to ``store_validation_item_job``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+
+# Internal errors are the platform's fault: grade again before recording one.
+MAX_ATTEMPTS = 3
+
+
+@shared_task(name="tasks.run_validation_item", acks_late=True, reject_on_worker_lost=True)
+def run_validation_item_job(message: dict[str, Any], attempt: int = 1) -> str:
+    from sandboxes.worker import grade_message
+
+    report = grade_message(message, backend_name=settings.SANDBOX_BACKEND)
+    verdict = str(report.get("verdict"))
+    if verdict == "internal_error" and attempt < MAX_ATTEMPTS:
+        run_validation_item_job.apply_async(
+            args=(message,),
+            kwargs={"attempt": attempt + 1},
+            countdown=10 * attempt,
+            queue=message["queue"],
+        )
+        return "retrying"
+    store_validation_item_job.apply_async(
+        args=(message["validation_result_id"], report), queue="grading.store"
+    )
+    return verdict
+
+
+@shared_task(
+    name="tasks.store_validation_item",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(Exception,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def store_validation_item_job(result_id: int, report: dict[str, Any]) -> str:
+    from .validation import validation_record
+
+    result = validation_record(result_id=result_id, report=report)
+    return result.verdict if result is not None else "stale"
