@@ -42,7 +42,7 @@ def transition(
     if from_ is not None:
         sources &= {from_} if isinstance(from_, str) else set(from_)
     if not sources:
-        raise InvalidTransition(f"nothing may move to {to!r}")
+        raise InvalidTransition(f"nothing may move to {str(to)!r}")
     values = {field: to, **extra}
     if any(f.name == "updated_at" for f in queryset.model._meta.get_fields()):
         values.setdefault("updated_at", timezone.now())
@@ -50,7 +50,7 @@ def transition(
     if changed != 1:
         current = queryset.filter(pk=pk).values_list(field, flat=True).first()
         raise InvalidTransition(
-            f"{queryset.model.__name__} {pk}: cannot move from {current!r} to {to!r}"
+            f"{queryset.model.__name__} {pk}: cannot move from {current!r} to {str(to)!r}"
         )
 
 

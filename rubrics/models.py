@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
 from benchwright.state import TimeStamped
+from tasks.models import ImmutableVersionError
 
 
 class CriterionKind(models.TextChoices):
@@ -43,9 +47,20 @@ class Rubric(TimeStamped):
         return sum(c.points for c in self.criteria.all() if c.points > 0)
 
 
+class CriterionQuerySet(models.QuerySet[Any]):
+    def update(self, **kwargs: Any) -> int:
+        if self.filter(rubric__version__isnull=False).exists():
+            raise ImmutableVersionError("criteria of a frozen version cannot be changed")
+        return super().update(**kwargs)
+
+
 class Criterion(TimeStamped):
     rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="criteria")
-    key = models.SlugField(max_length=60, help_text="Stable id, kept across versions.")
+    key = models.CharField(
+        max_length=60,
+        validators=[RegexValidator(r"^[a-z0-9][a-z0-9._-]*$")],
+        help_text="Stable id, kept across versions (a-z, 0-9, '.', '_', '-').",
+    )
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     points = models.IntegerField(help_text="Signed: a negative number is a penalty.")
@@ -53,6 +68,8 @@ class Criterion(TimeStamped):
     rule = models.JSONField(default=dict, blank=True, help_text="For automatic criteria.")
     levels = models.JSONField(default=list, blank=True, help_text="For human criteria.")
     position = models.PositiveIntegerField(default=0)
+
+    objects = CriterionQuerySet.as_manager()
 
     class Meta:
         ordering = ["rubric", "position"]
@@ -66,6 +83,11 @@ class Criterion(TimeStamped):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.points:+d})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding and self.rubric.version_id is not None:
+            raise ImmutableVersionError(f"criterion {self.key} belongs to a frozen version")
+        super().save(*args, **kwargs)
 
 
 class ScoreSource(models.TextChoices):

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Task, TaskFile, TaskVersion
+from .models import Task, TaskFile, TaskVersion, ValidationResult, ValidationRun
 
 
 class DraftFileInline(admin.TabularInline):
@@ -35,3 +35,25 @@ class TaskFileAdmin(admin.ModelAdmin):
     list_display = ["path", "task", "version", "visibility", "role"]
     list_filter = ["visibility", "role"]
     search_fields = ["path", "task__slug", "version__task__slug"]
+
+
+class ValidationResultInline(admin.TabularInline):
+    model = ValidationResult
+    fields = ["path", "role", "expected_verdict", "verdict"]
+    readonly_fields = fields
+    extra = 0
+
+
+@admin.register(ValidationRun)
+class ValidationRunAdmin(admin.ModelAdmin):
+    list_display = ["task", "status", "created_by", "created_at", "finished_at"]
+    list_filter = ["status"]
+    search_fields = ["task__slug"]
+    readonly_fields = ["task", "content_hash", "status", "created_by", "finished_at"]
+    inlines = [ValidationResultInline]
+
+
+@admin.register(ValidationResult)
+class ValidationResultAdmin(admin.ModelAdmin):
+    list_display = ["path", "run", "expected_verdict", "verdict"]
+    list_filter = ["verdict"]

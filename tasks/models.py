@@ -160,6 +160,13 @@ class TaskVersion(models.Model):
         super().save(*args, **kwargs)
 
 
+class TaskFileQuerySet(models.QuerySet[Any]):
+    def update(self, **kwargs: Any) -> int:
+        if self.filter(version__isnull=False).exists():
+            raise ImmutableVersionError("files of a frozen version cannot be changed")
+        return super().update(**kwargs)
+
+
 class TaskFile(TimeStamped):
     """A file of a task's draft (``task`` set) or of a frozen version (``version`` set)."""
 
@@ -180,6 +187,8 @@ class TaskFile(TimeStamped):
     )
     note = models.TextField(blank=True)
     sha256 = models.CharField(max_length=64, blank=True)
+
+    objects = TaskFileQuerySet.as_manager()
 
     class Meta:
         ordering = ["path"]
