@@ -160,11 +160,24 @@ def _require(condition: bool, message: str) -> None:
         raise PermissionDenied(message)
 
 
-def task_submit_for_review(*, task: Task, user: User) -> None:
+class NotValidated(Exception):
+    """The draft has not passed validation in its current form."""
+
+
+def task_submit_for_review(*, task: Task, user: User, require_validation: bool = True) -> None:
+    """Send a draft to review. It must have passed validation as it is now; only a
+    catalog import by an admin (validated by ``validate_tasks`` in CI) skips that."""
     _require(
         task.owner_id == user.pk or roles.is_admin(user),
         "only the task's author can send it to review",
     )
+    if require_validation:
+        from .validation import validation_passed_for_draft
+
+        if not validation_passed_for_draft(task):
+            raise NotValidated(f"{task.slug}: validate the draft before sending it to review")
+    elif not roles.is_admin(user):
+        raise PermissionDenied("only an admin may send an unvalidated draft to review")
     transition(Task.objects, task.pk, to=TaskStatus.IN_REVIEW, allowed=TASK_TRANSITIONS)
 
 
@@ -368,7 +381,7 @@ def _publish_version(*, task: Task, version: TaskVersion, user: User) -> bool:
         task_revise(task=task, user=user)
         status = TaskStatus.DRAFT
     if status == TaskStatus.DRAFT:
-        task_submit_for_review(task=task, user=user)
+        task_submit_for_review(task=task, user=user, require_validation=False)
     task_publish(task=task, reviewer=user)  # freezes the same draft: finds ``version``
     return True
 

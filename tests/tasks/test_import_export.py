@@ -178,6 +178,7 @@ def test_a_retired_task_is_not_brought_back(bundle_dir):
 def test_a_task_in_review_is_published_by_the_import(bundle_dir):
     run("import_tasks", str(bundle_dir), "--draft")
     task = Task.objects.get(slug=SLUG)
+    factories.mark_validated(task)
     services.task_submit_for_review(task=task, user=task.owner)
     out, _ = run("import_tasks", str(bundle_dir))
     assert out == f"{SLUG}: published existing version 1\n"

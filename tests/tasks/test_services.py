@@ -19,7 +19,10 @@ Action = Callable[[Task, Any, Any], Any]
 
 # Each action, done by someone entitled to it (owner, reviewer): only the status decides.
 ACTIONS: dict[str, Action] = {
-    "submit": lambda task, owner, reviewer: services.task_submit_for_review(task=task, user=owner),
+    "submit": lambda task, owner, reviewer: (
+        factories.mark_validated(task),
+        services.task_submit_for_review(task=task, user=owner),
+    ),
     "request_changes": lambda task, owner, reviewer: services.task_request_changes(
         task=task, reviewer=reviewer
     ),
@@ -83,6 +86,7 @@ def test_a_draft_cannot_be_published_without_review(author, reviewer):
 
 def test_publishing_freezes_the_draft_and_makes_it_current(author, reviewer):
     task = factories.make_task(author)
+    factories.mark_validated(task)
     services.task_submit_for_review(task=task, user=author)
     version = services.task_publish(task=task, reviewer=reviewer)
     task.refresh_from_db()
@@ -94,6 +98,7 @@ def test_publishing_freezes_the_draft_and_makes_it_current(author, reviewer):
 def test_authors_cannot_approve_their_own_task(author):
     roles.grant(author, roles.REVIEWER)
     task = factories.make_task(author)
+    factories.mark_validated(task)
     services.task_submit_for_review(task=task, user=author)
     with pytest.raises(services.PermissionDenied, match="cannot approve their own"):
         services.task_publish(task=task, reviewer=author)
@@ -103,6 +108,7 @@ def test_authors_cannot_approve_their_own_task(author):
 
 def test_an_admin_may_publish_a_task_they_own(admin_user):
     task = factories.make_task(admin_user)
+    factories.mark_validated(task)
     services.task_submit_for_review(task=task, user=admin_user)
     services.task_publish(task=task, reviewer=admin_user)
     task.refresh_from_db()
@@ -174,3 +180,31 @@ def test_draft_manifest_lists_files_by_path_and_names_the_statement():
     ]
     assert manifest["statement"] == "statement.md"
     assert [c["id"] for c in manifest["rubric"]["criteria"]] == ["correct", "clarity"]
+
+
+def test_an_unvalidated_draft_cannot_go_to_review(author):
+    task = factories.make_task(author)
+
+    with pytest.raises(services.NotValidated):
+        services.task_submit_for_review(task=task, user=author)
+    task.refresh_from_db()
+    assert task.status == "draft"
+
+
+def test_a_draft_changed_after_validation_must_be_validated_again(author):
+    task = factories.make_task(author)
+    factories.mark_validated(task)
+    task.files.filter(path="statement.md").update(content="changed")
+
+    with pytest.raises(services.NotValidated):
+        services.task_submit_for_review(task=task, user=author)
+
+
+def test_only_an_admin_may_skip_validation(author, admin_user):
+    task = factories.make_task(author)
+
+    with pytest.raises(services.PermissionDenied):
+        services.task_submit_for_review(task=task, user=author, require_validation=False)
+    services.task_submit_for_review(task=task, user=admin_user, require_validation=False)
+    task.refresh_from_db()
+    assert task.status == "in_review"
