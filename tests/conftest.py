@@ -1,34 +1,39 @@
 import pytest
 
-from benchwright import roles
-from tests import factories
+
+def _user(role, username, **extra):
+    # Imported here, not at module level, so the Django-free sandbox tests can run
+    # without Django set up.
+    from tests import factories
+
+    return factories.make_user(role, username=username, **extra)
 
 
 @pytest.fixture
 def author(db):
-    return factories.make_user(roles.AUTHOR, username="author")
+    return _user("author", "author")
 
 
 @pytest.fixture
 def colleague(db):
     """Another author: same role as the owner, but not the owner."""
-    return factories.make_user(roles.AUTHOR, username="colleague")
+    return _user("author", "colleague")
 
 
 @pytest.fixture
 def outsider(db):
     """An API client with no relation to the task."""
-    return factories.make_user(roles.API_CLIENT, username="outsider")
+    return _user("api_client", "outsider")
 
 
 @pytest.fixture
 def reviewer(db):
-    return factories.make_user(roles.REVIEWER, username="reviewer")
+    return _user("reviewer", "reviewer")
 
 
 @pytest.fixture
 def admin_user(db):
-    return factories.make_user(roles.ADMIN, username="admin", is_staff=True)
+    return _user("admin", "admin", is_staff=True)
 
 
 @pytest.fixture(scope="session")
