@@ -6,6 +6,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
 NPM_STAMP := frontend/node_modules/.installed-$(shell sha256sum frontend/package-lock.json | cut -c1-12)
+# esbuild bundles frontend/src/ into frontend/static/frontend/build/ (ignored by git).
+ASSETS_STAMP := frontend/static/frontend/build/.built
 
 .PHONY: run test deps system-deps python-deps npm-deps lint
 
@@ -29,10 +31,14 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-npm-deps: $(NPM_STAMP)
+npm-deps: $(ASSETS_STAMP)
 
 $(NPM_STAMP): frontend/package-lock.json
 	cd frontend && npm ci --no-audit --no-fund
+	touch $@
+
+$(ASSETS_STAMP): $(NPM_STAMP) frontend/package.json $(wildcard frontend/src/*.js)
+	cd frontend && npm run --silent build
 	touch $@
 
 lint: python-deps

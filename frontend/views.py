@@ -10,11 +10,17 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
+from benchwright import roles
 from rubrics.models import Rubric
+from tasks import services as task_services
 from tasks.models import Task, TaskStatus, TaskVersion
-from tasks.selectors import files_for_user, tasks_for_user
+from tasks.selectors import can_edit_task, can_see_hidden_files, files_for_user, tasks_for_user
 
-from .forms import TaskFilterForm, tags_of
+from . import selectors
+from .access import acting_user
+from .diffs import diff_files
+from .forms import DiffForm, TaskFilterForm, filter_choices
+from .templatetags.frontend import role_names
 
 TASKS_PER_PAGE = 50
 
@@ -31,9 +37,17 @@ def wants_fragment(request: HttpRequest) -> bool:
 @require_GET
 def task_list(request: HttpRequest) -> HttpResponse:
     visible = tasks_for_user(request.user)
-    form = TaskFilterForm(request.GET, tags=tags_of(visible))
+    tags, owners = filter_choices(visible)
+    form = TaskFilterForm(request.GET, tags=tags, owners=owners)
     page = Paginator(form.filter(visible), TASKS_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"form": form, "page": page, "section": "tasks"}
+    user_roles = role_names(request.user)
+    context = {
+        "form": form,
+        "page": page,
+        "section": "tasks",
+        "user_roles": user_roles,  # the frame shows them too: read once
+        "can_author": bool({roles.AUTHOR, roles.ADMIN} & set(user_roles)),
+    }
     fragment = wants_fragment(request)
     template = "frontend/tasks/_table.html" if fragment else "frontend/tasks/list.html"
     response = render(request, template, context)
@@ -53,6 +67,7 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
     rubric = _rubric_of(version or task)
     if rubric is not None:
         prefetch_related_objects([rubric], "criteria")
+    insider = can_see_hidden_files(request.user, task)
     context = {
         "task": task,
         "shown": version or task,
@@ -61,8 +76,62 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "rubric": rubric,
         "versions": task.versions.all(),
         "section": "tasks",
+        "insider": insider,
+        "can_edit": can_edit_task(request.user, task),
+        "can_review": task.status == TaskStatus.IN_REVIEW
+        and task_services.reviewer_may_decide(acting_user(request), task),
+        "can_revise": task.status in (TaskStatus.PUBLISHED, TaskStatus.RETIRED)
+        and (task.owner_id == request.user.pk or roles.is_admin(request.user)),
+        # Review comments quote hidden files: only for those who may see them.
+        "feedback": selectors.feedback_for_author(task) if insider else None,
     }
     return render(request, "frontend/tasks/detail.html", context)
+
+
+@login_required
+@require_GET
+def task_history(request: HttpRequest, slug: str) -> HttpResponse:
+    """Versions and a per-file diff between any two of them (or the draft)."""
+    task = get_object_or_404(tasks_for_user(request.user), slug=slug)
+    choices = selectors.diff_source_choices(task, request.user)
+    # With nothing chosen yet, show the latest change: the newest two sources.
+    default = DiffForm.default_data(choices)
+    form = DiffForm(request.GET or default, choices=choices)
+    diffs = None
+    labels: tuple[str, str] | None = None
+    if form.is_valid():
+        old = selectors.source_files(task, request.user, form.cleaned_data["old"])
+        new = selectors.source_files(task, request.user, form.cleaned_data["new"])
+        if old is not None and new is not None:
+            labels = (old[0], new[0])
+            diffs = diff_files(old[1], new[1])
+    context = {
+        "task": task,
+        "section": "tasks",
+        "tab": "history",
+        "editable": can_edit_task(request.user, task),
+        "versions": task.versions.select_related("created_by").order_by("-number"),
+        "form": form,
+        "diffs": diffs,
+        "labels": labels,
+        "mode": form.cleaned_data.get("mode", "unified") if diffs is not None else "unified",
+        "insider": can_see_hidden_files(request.user, task),
+    }
+    if wants_fragment(request) and request.headers.get("HX-Target") == "diff":
+        return render(request, "frontend/history/_diff.html", context)
+    if context["editable"]:
+        from .authoring_views import editor_context
+
+        context = {**editor_context(task, "history"), **context}
+    return render(request, "frontend/history/history.html", context)
+
+
+@login_required
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """Catalog health: tasks by kind and status, failing validations, the review queue."""
+    stats = selectors.dashboard(tasks_for_user(request.user))
+    return render(request, "frontend/dashboard.html", {"section": "dashboard", **stats})
 
 
 def _rubric_of(source: Task | TaskVersion) -> Rubric | None:

@@ -1,6 +1,14 @@
 from django.contrib import admin
 
-from .models import Task, TaskFile, TaskVersion, ValidationResult, ValidationRun
+from .models import (
+    Task,
+    TaskFile,
+    TaskReview,
+    TaskReviewComment,
+    TaskVersion,
+    ValidationResult,
+    ValidationRun,
+)
 
 
 class DraftFileInline(admin.TabularInline):
@@ -37,10 +45,13 @@ class TaskFileAdmin(admin.ModelAdmin):
     search_fields = ["path", "task__slug", "version__task__slug"]
 
 
+_RESULT_FIELDS = ("path", "role", "expected_verdict", "verdict")
+
+
 class ValidationResultInline(admin.TabularInline):
     model = ValidationResult
-    fields = ["path", "role", "expected_verdict", "verdict"]
-    readonly_fields = fields
+    fields = _RESULT_FIELDS
+    readonly_fields = _RESULT_FIELDS
     extra = 0
 
 
@@ -57,3 +68,35 @@ class ValidationRunAdmin(admin.ModelAdmin):
 class ValidationResultAdmin(admin.ModelAdmin):
     list_display = ["path", "run", "expected_verdict", "verdict"]
     list_filter = ["verdict"]
+
+
+_COMMENT_FIELDS = ("path", "line", "author", "body")
+
+
+class TaskReviewCommentInline(admin.TabularInline):
+    model = TaskReviewComment
+    fields = _COMMENT_FIELDS
+    readonly_fields = _COMMENT_FIELDS
+    extra = 0
+
+
+@admin.register(TaskReview)
+class TaskReviewAdmin(admin.ModelAdmin):
+    """Read-only: a review records what was decided on which content."""
+
+    list_display = ["task", "decision", "reviewer", "created_at"]
+    list_filter = ["decision"]
+    search_fields = ["task__slug", "reviewer__username"]
+    readonly_fields = ["task", "reviewer", "decision", "content_hash", "version", "manifest"]
+    exclude = ["files"]
+    inlines = [TaskReviewCommentInline]
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(TaskReviewComment)
+class TaskReviewCommentAdmin(admin.ModelAdmin):
+    list_display = ["task", "path", "line", "author", "review", "created_at"]
+    search_fields = ["task__slug", "path", "body"]
+    list_select_related = ["task", "author", "review"]

@@ -297,3 +297,79 @@ class ValidationResult(TimeStamped):
     @property
     def passed(self) -> bool:
         return self.verdict == self.expected_verdict
+
+
+# --- task review -------------------------------------------------------------------------------
+
+
+class ReviewDecision(models.TextChoices):
+    APPROVED = "approved"
+    CHANGES_REQUESTED = "changes_requested", "Changes requested"
+
+
+class TaskReview(TimeStamped):
+    """A reviewer's decision on a draft in review. It keeps the draft as it was
+    reviewed, so the next review can show what changed since."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="task_reviews"
+    )
+    decision = models.CharField(max_length=20, choices=ReviewDecision.choices)
+    comment = models.TextField(blank=True, help_text="The overall comment, shown to the author.")
+    content_hash = models.CharField(max_length=64, help_text="The draft content reviewed.")
+    manifest = models.TextField(blank=True, help_text="The reviewed draft's task.toml.")
+    files = models.JSONField(
+        default=dict, blank=True, help_text="The reviewed draft's files: path -> text."
+    )
+    version = models.ForeignKey(
+        TaskVersion,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reviews",
+        help_text="The version an approval published.",
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(decision__in=ReviewDecision.values), name="task_review_decision_valid"
+            )
+        ]
+        indexes = [
+            # "The last review of this task": the diff base and the author's feedback.
+            models.Index(fields=["task", "-created_at"], name="task_review_latest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task.slug}: {self.decision} by {self.reviewer}"
+
+
+class TaskReviewComment(TimeStamped):
+    """A reviewer's comment on one line of a draft file. Pending (no ``review``)
+    until the reviewer decides; then it belongs to that review."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="review_comments")
+    review = models.ForeignKey(
+        TaskReview, null=True, blank=True, on_delete=models.CASCADE, related_name="comments"
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="task_review_comments"
+    )
+    path = models.CharField(max_length=255)
+    line = models.PositiveIntegerField(help_text="1-based line of the file as reviewed.")
+    line_text = models.TextField(blank=True, help_text="That line, kept as it read.")
+    content_hash = models.CharField(max_length=64, help_text="The draft content commented on.")
+    body = models.TextField()
+
+    class Meta:
+        ordering = ["path", "line", "created_at"]
+        indexes = [
+            # A reviewer's pending comments on a task, and a review's comments.
+            models.Index(fields=["task", "review", "author"], name="task_review_comment_lookup"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} ({self.author})"

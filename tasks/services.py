@@ -1,31 +1,59 @@
-"""Every write to tasks: creation, status changes, freezing versions."""
+"""Every write to tasks: creation, status changes, freezing versions, authoring in
+the browser (files, grading settings, rubric), bundle zips and task reviews."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
+import stat
+import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import tomli_w
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
 
 from benchwright import roles
 from benchwright.state import transition
 from rubrics.models import Criterion, Rubric
 
-from .bundle import MANIFEST, Bundle, BundleError, BundleInvalid, parse_bundle, path_problem
+from .bundle import (
+    IGNORED_DIRS,
+    MANIFEST,
+    MAX_FILE_BYTES,
+    MAX_FILES,
+    MAX_TOTAL_BYTES,
+    Bundle,
+    BundleError,
+    BundleInvalid,
+    parse_bundle,
+    path_problem,
+)
 from .models import (
     TASK_TRANSITIONS,
     FileRole,
+    Kind,
+    ReviewDecision,
     Task,
     TaskFile,
+    TaskReview,
+    TaskReviewComment,
     TaskStatus,
     TaskVersion,
+    ValidationRun,
+    ValidationStatus,
+    Visibility,
 )
+from .selectors import can_edit_task
 
 
 class PermissionDenied(Exception):
@@ -502,3 +530,793 @@ def _prepare_export_dir(root: Path, *, replace: bool) -> None:
                 os.unlink(entry)
             else:
                 os.rmdir(entry)
+
+
+# --- authoring in the browser ------------------------------------------------------------------
+#
+# Every authoring write checks ``can_edit_task`` (authors edit their own drafts, admins any
+# draft) and validates its input with the bundle format's own checks (tasks/bundle.py), so a
+# draft edited in the browser always exports as a bundle that imports again. Input errors
+# raise Django's ValidationError keyed by the field at fault.
+
+STATEMENT_PATH = "statement.md"
+DEFAULT_KERNEL_GRADING: dict[str, Any] = {
+    "format": "kernelbench",
+    "language": "pytorch",
+    "trials": 5,
+}
+METADATA_FIELDS = ("slug", "title", "kind", "difficulty", "hardware", "tags")
+# The bundle name in probe errors; stripped again before errors reach a form.
+_PROBE = "draft"
+
+
+def _require_editor(user: User, task: Task) -> None:
+    _require(
+        can_edit_task(user, task), f"{user} cannot edit {task.slug} (only its author, as a draft)"
+    )
+
+
+def _touch(task: Task) -> None:
+    """The task's ``updated_at`` follows edits of its files and rubric too."""
+    Task.objects.filter(pk=task.pk).update(updated_at=timezone.now())
+
+
+def _field_head(field: str) -> str:
+    return re.split(r"[.\[]", field, maxsplit=1)[0]
+
+
+def _probe_bundle(manifest: dict[str, Any], files: dict[str, bytes]) -> list[BundleError]:
+    """Every problem the bundle checker finds in a bundle made of ``manifest`` and ``files``."""
+    data = {MANIFEST: tomli_w.dumps(manifest).encode(), **files}
+    try:
+        parse_bundle(data, name=_PROBE)
+    except BundleInvalid as exc:
+        return exc.errors
+    return []
+
+
+def _probe_manifest(**fields: Any) -> dict[str, Any]:
+    """A minimal valid manifest (one statement file), with ``fields`` replacing its keys."""
+    manifest: dict[str, Any] = {
+        "slug": "probe",
+        "title": "Probe",
+        "kind": Kind.PROFILING,  # no [grading] or reference required
+        "difficulty": "easy",
+        "tags": [],
+        "hardware": "cpu",
+        "statement": STATEMENT_PATH,
+        "files": [{"path": STATEMENT_PATH, "visibility": "prompt", "role": "statement"}],
+    }
+    manifest.update(fields)
+    return manifest
+
+
+def _raise_field_errors(errors: Iterable[tuple[str | None, str]]) -> None:
+    """Raise one ValidationError with every (field, message); None is a form-wide error."""
+    collected: dict[str, list[str]] = {}
+    for field, message in errors:
+        collected.setdefault(field or "__all__", []).append(message)
+    if collected:
+        raise ValidationError(collected)
+
+
+def _check_metadata(values: dict[str, Any]) -> None:
+    problems = _probe_bundle(_probe_manifest(**values), {STATEMENT_PATH: b""})
+    _raise_field_errors(
+        (_field_head(e.field), e.message)
+        for e in problems
+        if _field_head(e.field) in values and _field_head(e.field) in METADATA_FIELDS
+    )
+
+
+def _clean_tags(tags: Iterable[str]) -> list[str]:
+    cleaned: list[str] = []
+    for tag in tags:
+        tag = tag.strip()
+        if tag and tag not in cleaned:
+            cleaned.append(tag)
+    return cleaned
+
+
+@transaction.atomic
+def task_create(
+    *,
+    user: User,
+    slug: str,
+    title: str,
+    kind: str,
+    difficulty: str,
+    hardware: str,
+    tags: Iterable[str] = (),
+) -> Task:
+    """A new draft owned by ``user``: a statement file, an empty rubric and, for a
+    kernel task, default grading settings."""
+    _require(roles.has_role(user, roles.AUTHOR), "only authors create tasks")
+    values = {
+        "slug": slug,
+        "title": title,
+        "kind": kind,
+        "difficulty": difficulty,
+        "hardware": hardware,
+        "tags": _clean_tags(tags),
+    }
+    _check_metadata(values)
+    if Task.objects.filter(slug=slug).exists():
+        raise ValidationError({"slug": [f"{slug!r} is taken by another task"]})
+    statement = f"# {title}\n"
+    grading = dict(DEFAULT_KERNEL_GRADING) if kind == Kind.KERNEL else {}
+    try:
+        with transaction.atomic():
+            task = Task.objects.create(owner=user, statement=statement, grading=grading, **values)
+    except IntegrityError:  # created by someone else in the meantime
+        raise ValidationError({"slug": [f"{slug!r} is taken by another task"]}) from None
+    TaskFile.objects.create(
+        task=task,
+        path=STATEMENT_PATH,
+        content=statement,
+        visibility=Visibility.PROMPT,
+        role=FileRole.STATEMENT,
+    )
+    Rubric.objects.create(task=task)
+    return task
+
+
+def task_update_metadata(
+    *,
+    task: Task,
+    user: User,
+    title: str,
+    kind: str,
+    difficulty: str,
+    hardware: str,
+    tags: Iterable[str] = (),
+) -> Task:
+    """Change a draft's title, kind, difficulty, target hardware and tags (not its slug)."""
+    _require_editor(user, task)
+    values: dict[str, Any] = {
+        "title": title,
+        "kind": kind,
+        "difficulty": difficulty,
+        "hardware": hardware,
+        "tags": _clean_tags(tags),
+    }
+    _check_metadata(values)
+    if kind == Kind.KERNEL and not task.grading:
+        values["grading"] = dict(DEFAULT_KERNEL_GRADING)
+    for name, value in values.items():
+        setattr(task, name, value)
+    task.save(update_fields=[*values, "updated_at"])
+    return task
+
+
+def task_statement_update(*, task: Task, user: User, text: str) -> Task:
+    """Write the statement (Markdown): the statement file and its mirror on the task."""
+    _require_editor(user, task)
+    statement = task.files.filter(role=FileRole.STATEMENT).first()
+    if statement is None:
+        statement = TaskFile(
+            task=task, path=STATEMENT_PATH, visibility=Visibility.PROMPT, role=FileRole.STATEMENT
+        )
+    if len(text.encode()) > MAX_FILE_BYTES:
+        raise ValidationError({"statement": [f"is larger than {MAX_FILE_BYTES} bytes"]})
+    with transaction.atomic():
+        statement.content = text
+        statement.save()
+        task.statement = text
+        task.save(update_fields=["statement", "updated_at"])
+    return task
+
+
+# -- files ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A draft file as the bundle checker sees it."""
+
+    path: str
+    content: str
+    visibility: str
+    role: str
+    expected_verdict: str = ""
+    note: str = ""
+
+    @classmethod
+    def of(cls, f: TaskFile) -> _Entry:
+        return cls(f.path, f.content, f.visibility, f.role, f.expected_verdict, f.note)
+
+    def manifest_entry(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"path": self.path, "visibility": self.visibility}
+        entry["role"] = self.role
+        if self.expected_verdict:
+            entry["expected_verdict"] = self.expected_verdict
+        if self.note:
+            entry["note"] = self.note
+        return entry
+
+
+def _files_probe(others: list[_Entry], last: _Entry | None) -> list[BundleError]:
+    """Problems of a bundle holding ``others`` and then ``last`` (kept last, so the
+    others keep their indexes whether ``last`` is there or not)."""
+    entries = [*others, *([last] if last else [])]
+    statement = next((e.path for e in entries if e.role == FileRole.STATEMENT), STATEMENT_PATH)
+    manifest = _probe_manifest(statement=statement, files=[e.manifest_entry() for e in entries])
+    return _probe_bundle(manifest, {e.path: e.content.encode() for e in entries})
+
+
+def _check_file_change(
+    task: Task, before: _Entry | None, after: _Entry, *, exclude: int | None
+) -> None:
+    """Refuse ``after`` (replacing ``before``, or new) if it adds a bundle problem."""
+    files = task.files.all() if exclude is None else task.files.exclude(pk=exclude)
+    others = [_Entry.of(f) for f in files.order_by("path")]
+    known = {str(e) for e in _files_probe(others, before)} if before or others else set()
+    index = len(others)
+    errors: list[tuple[str | None, str]] = []
+    for error in _files_probe(others, after):
+        if str(error) in known:
+            continue  # an older problem of the draft, not this change's
+        if error.field.startswith(f"files[{index}]."):
+            errors.append((error.field.split(".", 1)[1], error.message))
+        elif error.path == f"{_PROBE}/{after.path}":
+            errors.append(("content", error.message))
+        else:
+            errors.append((None, error.message))
+    _raise_field_errors(errors)
+
+
+@transaction.atomic
+def task_file_save(
+    *,
+    task: Task,
+    user: User,
+    content: str,
+    visibility: str,
+    role: str,
+    expected_verdict: str = "",
+    note: str = "",
+    path: str = "",
+    file: TaskFile | None = None,
+) -> TaskFile:
+    """Create a draft file at ``path``, or change ``file`` (its path stays: see rename).
+
+    The statement file keeps its role and visibility; its text mirrors into the task.
+    """
+    _require_editor(user, task)
+    if file is not None:
+        _require(file.task_id == task.pk, "the file belongs to another task")
+        path = file.path
+        if file.role == FileRole.STATEMENT and (role, visibility) != (
+            FileRole.STATEMENT,
+            Visibility.PROMPT,
+        ):
+            raise ValidationError({"role": ["the statement stays the statement, shown to solvers"]})
+    elif task.files.count() >= MAX_FILES:
+        raise ValidationError({"path": [f"a task holds at most {MAX_FILES} files"]})
+    after = _Entry(path, content, visibility, role, expected_verdict, note)
+    before = _Entry.of(file) if file is not None else None
+    _check_file_change(task, before, after, exclude=file.pk if file else None)
+    if file is None:
+        file = TaskFile(task=task, path=path)
+    file.content, file.visibility, file.role = content, visibility, role
+    file.expected_verdict, file.note = expected_verdict, note
+    file.save()
+    if role == FileRole.STATEMENT:
+        task.statement = content
+        task.save(update_fields=["statement", "updated_at"])
+    else:
+        _touch(task)
+    return file
+
+
+@transaction.atomic
+def task_file_rename(*, file: TaskFile, user: User, new_path: str) -> TaskFile:
+    task = file.task
+    _require(task is not None, "files of a frozen version cannot be renamed")
+    assert task is not None
+    _require_editor(user, task)
+    if new_path == file.path:
+        return file
+    before = _Entry.of(file)
+    after = _Entry(
+        new_path, file.content, file.visibility, file.role, file.expected_verdict, file.note
+    )
+    try:
+        _check_file_change(task, before, after, exclude=file.pk)
+    except ValidationError as exc:
+        # The rename form has one field: every problem is about the new path.
+        raise ValidationError({"path": exc.messages}) from None
+    file.path = new_path
+    file.save(update_fields=["path", "sha256", "updated_at"])
+    _touch(task)
+    return file
+
+
+@transaction.atomic
+def task_file_delete(*, file: TaskFile, user: User) -> None:
+    task = file.task
+    _require(task is not None, "files of a frozen version cannot be deleted")
+    assert task is not None
+    _require_editor(user, task)
+    if file.role == FileRole.STATEMENT:
+        raise ValidationError("the statement cannot be deleted; every task has one")
+    file.delete()
+    _touch(task)
+
+
+def task_file_from_upload(data: bytes, *, name: str = "upload") -> str:
+    """An uploaded file's text: bundle files are UTF-8 text of at most 1 MiB."""
+    if len(data) > MAX_FILE_BYTES:
+        raise ValidationError({"upload": [f"{name} is larger than {MAX_FILE_BYTES} bytes"]})
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError({"upload": [f"{name} is not UTF-8 text"]}) from None
+    if "\x00" in text:
+        raise ValidationError({"upload": [f"{name} contains a NUL byte; bundle files are text"]})
+    return text
+
+
+# -- grading settings ----------------------------------------------------------------------------
+
+# A KernelBench module with everything a grading check needs, used only to check the
+# [grading] table of a draft that has no reference yet.
+_PLACEHOLDER_REFERENCE = (
+    "class Model:\n    pass\n\n\ndef get_inputs():\n    return []\n\n\n"
+    "def get_init_inputs():\n    return []\n"
+)
+
+
+def grading_check(task: Task, grading: dict[str, Any]) -> None:
+    """Raise ``sandboxes.spec.SpecError`` (its ``field`` a dotted path such as
+    ``grading.tolerances.float16.atol``) if ``grading`` is not a valid [grading] table
+    for this draft. Problems with the draft's files are left to the bundle check."""
+    from sandboxes.spec import GradingSpec
+
+    files = list(task.files.all())
+    references = [f for f in files if f.role == FileRole.REFERENCE]
+    if len(references) == 1 and references[0].path.endswith(".py"):
+        texts = {f.path: f.content for f in files}
+        entries = [{"path": f.path, "role": f.role, "visibility": f.visibility} for f in files]
+    else:
+        texts = {"reference.py": _PLACEHOLDER_REFERENCE}
+        entries = [{"path": "reference.py", "role": "reference", "visibility": "hidden"}]
+    manifest = {
+        "slug": task.slug,
+        "kind": Kind.KERNEL,
+        "hardware": task.hardware,
+        "grading": grading,
+        "files": entries,
+    }
+    try:
+        GradingSpec.from_manifest(manifest, texts)
+    except SyntaxError:
+        return  # the reference does not parse: the bundle check reports it on that file
+    except ValueError as exc:
+        field = getattr(exc, "field", None)
+        if field is None or str(field).startswith("grading"):
+            raise
+        # Otherwise a problem of the files (the reference's source, a listed path), which
+        # the bundle check reports on the file; the table itself is fine.
+
+
+def task_grading_update(*, task: Task, user: User, grading: dict[str, Any]) -> Task:
+    """Replace the draft's [grading] table after checking it with GradingSpec."""
+    _require_editor(user, task)
+    _require(task.kind == Kind.KERNEL, "grading settings belong to kernel tasks")
+    try:
+        json.dumps(grading, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        from sandboxes.spec import SpecError
+
+        raise SpecError("grading", f"cannot be stored: {exc}") from None
+    grading_check(task, grading)
+    task.grading = grading
+    task.save(update_fields=["grading", "updated_at"])
+    return task
+
+
+# -- rubric --------------------------------------------------------------------------------------
+
+
+def _criterion_check(rubric: Rubric, entry: dict[str, Any], *, exclude: int | None = None) -> None:
+    """Check one criterion with the bundle format's rules, and its id against the others."""
+    errors: list[tuple[str | None, str]] = []
+    for error in _probe_bundle(
+        _probe_manifest(rubric={"criteria": [entry]}), {STATEMENT_PATH: b""}
+    ):
+        prefix = "rubric.criteria[0]."
+        field = error.field.removeprefix(prefix) if error.field.startswith(prefix) else ""
+        errors.append((_field_head(field) or None, error.message))
+    criteria = rubric.criteria.all() if exclude is None else rubric.criteria.exclude(pk=exclude)
+    if criteria.filter(key=entry.get("id")).exists():
+        errors.append(("key", f"{entry.get('id')!r} is used by another criterion"))
+    _raise_field_errors([("key" if f == "id" else f, m) for f, m in errors])
+
+
+def _criterion_fields(
+    *,
+    key: str,
+    title: str,
+    description: str,
+    points: int,
+    kind: str,
+    rule: dict[str, Any] | None,
+    levels: list[dict[str, Any]] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the criterion as a manifest entry, its model fields)."""
+    fields = {
+        "key": key,
+        "title": title,
+        "description": description,
+        "points": points,
+        "kind": kind,
+        "rule": dict(rule or {}) if kind == "automatic" else {},
+        "levels": list(levels or []) if kind == "human" else [],
+    }
+    entry: dict[str, Any] = {"id": key, "title": title, "points": points, "kind": kind}
+    if description:
+        entry["description"] = description
+    if kind == "automatic":
+        entry["rule"] = fields["rule"]
+    elif kind == "human":
+        entry["levels"] = fields["levels"]
+    return entry, fields
+
+
+def _draft_rubric(task: Task) -> Rubric:
+    rubric, _ = Rubric.objects.get_or_create(task=task)
+    return rubric
+
+
+@transaction.atomic
+def rubric_criterion_add(
+    *,
+    task: Task,
+    user: User,
+    key: str,
+    title: str,
+    points: int,
+    kind: str,
+    description: str = "",
+    rule: dict[str, Any] | None = None,
+    levels: list[dict[str, Any]] | None = None,
+) -> Criterion:
+    """Append a criterion to the draft's rubric (created if the draft has none)."""
+    _require_editor(user, task)
+    rubric = _draft_rubric(task)
+    entry, fields = _criterion_fields(
+        key=key, title=title, description=description, points=points, kind=kind, rule=rule,
+        levels=levels,
+    )  # fmt: skip
+    _criterion_check(rubric, entry)
+    last = rubric.criteria.aggregate(last=Max("position"))["last"]
+    criterion = Criterion.objects.create(
+        rubric=rubric, position=0 if last is None else last + 1, **fields
+    )
+    _touch(task)
+    return criterion
+
+
+def _criterion_task(criterion: Criterion) -> Task:
+    task = criterion.rubric.task
+    _require(task is not None, "criteria of a frozen version cannot change")
+    assert task is not None
+    return task
+
+
+@transaction.atomic
+def rubric_criterion_update(
+    *,
+    criterion: Criterion,
+    user: User,
+    key: str,
+    title: str,
+    points: int,
+    kind: str,
+    description: str = "",
+    rule: dict[str, Any] | None = None,
+    levels: list[dict[str, Any]] | None = None,
+) -> Criterion:
+    task = _criterion_task(criterion)
+    _require_editor(user, task)
+    entry, fields = _criterion_fields(
+        key=key, title=title, description=description, points=points, kind=kind, rule=rule,
+        levels=levels,
+    )  # fmt: skip
+    _criterion_check(criterion.rubric, entry, exclude=criterion.pk)
+    for name, value in fields.items():
+        setattr(criterion, name, value)
+    criterion.save(update_fields=[*fields, "updated_at"])
+    _touch(task)
+    return criterion
+
+
+def _renumber(ordered: list[Criterion]) -> None:
+    for position, criterion in enumerate(ordered):
+        criterion.position = position
+    Criterion.objects.bulk_update(ordered, ["position"])
+
+
+@transaction.atomic
+def rubric_criterion_delete(*, criterion: Criterion, user: User) -> None:
+    task = _criterion_task(criterion)
+    _require_editor(user, task)
+    rubric = criterion.rubric
+    criterion.delete()
+    _renumber(list(rubric.criteria.order_by("position", "pk")))
+    _touch(task)
+
+
+@transaction.atomic
+def rubric_criterion_move(*, criterion: Criterion, user: User, offset: int) -> None:
+    """Move a criterion ``offset`` places (negative: up); clamped at either end."""
+    task = _criterion_task(criterion)
+    _require_editor(user, task)
+    ordered = list(criterion.rubric.criteria.select_for_update().order_by("position", "pk"))
+    index = next(i for i, c in enumerate(ordered) if c.pk == criterion.pk)
+    target = max(0, min(len(ordered) - 1, index + offset))
+    ordered.insert(target, ordered.pop(index))
+    _renumber(ordered)
+    _touch(task)
+
+
+# -- checking and validating a draft -------------------------------------------------------------
+
+
+def draft_problems(task: Task) -> list[BundleError]:
+    """Every problem the bundle checker finds in the draft (empty: it would import)."""
+    try:
+        rendered = bundle_render(task=task)
+    except ExportError as exc:
+        return [BundleError(task.slug, "files", str(exc))]
+    try:
+        parse_bundle(rendered, name=task.slug)
+    except BundleInvalid as exc:
+        return exc.errors
+    return []
+
+
+class DraftInvalid(Exception):
+    """The draft does not pass the bundle check; ``errors`` says where."""
+
+    def __init__(self, errors: list[BundleError]) -> None:
+        super().__init__("\n".join(str(e) for e in errors))
+        self.errors = errors
+
+
+def task_validate(*, task: Task, user: User) -> ValidationRun:
+    """Validate the draft as it is: the run already going for this content, or a new one.
+
+    The draft must pass the bundle check first: grading a draft whose settings cannot
+    be read would only report internal errors.
+    """
+    from .validation import validation_start
+
+    _require_editor(user, task)
+    problems = draft_problems(task)
+    if problems:
+        raise DraftInvalid(problems)
+    running = task.validation_runs.filter(
+        content_hash=task_draft_hash(task), status=ValidationStatus.RUNNING
+    ).first()
+    return running or validation_start(task=task, user=user)
+
+
+# -- bundle zips ---------------------------------------------------------------------------------
+
+MAX_ZIP_BYTES = MAX_TOTAL_BYTES + 4 * 1024 * 1024  # the upload itself, compressed
+# Zip metadata some archivers add beside the content; never part of a bundle.
+ZIP_NOISE = ("__MACOSX/",)
+
+
+def _zip_error(name: str, entry: str, message: str) -> BundleError:
+    return BundleError(f"{name}/{entry}" if entry else name, "", message)
+
+
+def _zip_members(
+    archive: zipfile.ZipFile, name: str
+) -> tuple[list[zipfile.ZipInfo], list[BundleError]]:
+    """The file entries worth reading, and the problems that refuse the archive."""
+    members: list[zipfile.ZipInfo] = []
+    errors: list[BundleError] = []
+    for info in archive.infolist():
+        if info.is_dir() or info.filename.startswith(ZIP_NOISE):
+            continue
+        if stat.S_ISLNK(info.external_attr >> 16):
+            errors.append(
+                _zip_error(
+                    name, info.filename, "is a symbolic link; bundles hold only regular files"
+                )
+            )
+        elif info.flag_bits & 0x1:
+            errors.append(_zip_error(name, info.filename, "is encrypted"))
+        elif info.file_size > MAX_FILE_BYTES:
+            errors.append(_zip_error(name, info.filename, f"is larger than {MAX_FILE_BYTES} bytes"))
+        else:
+            members.append(info)
+        if len(members) > MAX_FILES + 1:
+            errors.append(_zip_error(name, "", f"holds over {MAX_FILES} files"))
+            break
+    return members, errors
+
+
+def _bundle_root(paths: list[str]) -> str:
+    """The one folder the whole bundle sits in (``relu/task.toml``), or ``""``."""
+    if MANIFEST in paths:
+        return ""
+    heads = {p.split("/", 1)[0] for p in paths}
+    if len(heads) == 1 and all("/" in p for p in paths):
+        return f"{heads.pop()}/"
+    return ""
+
+
+def bundle_zip_read(data: bytes, *, name: str) -> dict[str, bytes]:
+    """A bundle's files (path -> bytes) from a zip held in memory, nothing written to disk.
+
+    Refuses links, encrypted entries, unsafe paths and anything past the bundle format's
+    caps; sizes are checked on the bytes actually inflated, not only the ones the zip
+    declares. Raises BundleInvalid with every problem found.
+    """
+    if len(data) > MAX_ZIP_BYTES:
+        raise BundleInvalid(
+            [_zip_error(name, "", f"the upload is larger than {MAX_ZIP_BYTES} bytes")]
+        )
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError) as exc:
+        raise BundleInvalid([_zip_error(name, "", f"is not a zip file ({exc})")]) from None
+    with archive:
+        members, errors = _zip_members(archive, name)
+        if errors:
+            raise BundleInvalid(errors)
+        root = _bundle_root([m.filename for m in members])
+        return _zip_read_members(archive, members, root, name)
+
+
+def _zip_read_members(
+    archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], root: str, name: str
+) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    errors: list[BundleError] = []
+    total = 0
+    for info in members:
+        path = info.filename.removeprefix(root)
+        if any(part in IGNORED_DIRS for part in PurePosixPath(path).parts):
+            continue
+        why = None if path == MANIFEST else path_problem(path)
+        if why or path in files:
+            errors.append(_zip_error(name, info.filename, f"the path {why or 'appears twice'}"))
+            continue
+        try:
+            with archive.open(info) as handle:
+                content = handle.read(MAX_FILE_BYTES + 1)
+        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
+            errors.append(_zip_error(name, info.filename, f"cannot be read: {exc}"))
+            continue
+        total += len(content)
+        if total > MAX_TOTAL_BYTES:
+            errors.append(_zip_error(name, "", f"the files total over {MAX_TOTAL_BYTES} bytes"))
+            break
+        files[path] = content
+    if errors:
+        raise BundleInvalid(errors)
+    return files
+
+
+def bundle_zip_import(*, data: bytes, filename: str, user: User) -> ImportResult:
+    """Import an uploaded bundle zip as a draft of ``user``'s (never published: a
+    reviewer publishes it). Raises BundleInvalid listing every problem, or
+    PermissionDenied."""
+    _require(roles.has_role(user, roles.AUTHOR), "only authors import tasks")
+    name = PurePosixPath(filename or "bundle.zip").stem or "bundle"
+    bundle = parse_bundle(bundle_zip_read(data, name=name), name=name)
+    existing = Task.objects.filter(slug=bundle.slug).first()
+    problems = _import_problems(existing, user, publish=False)
+    if existing is not None and existing.status != TaskStatus.DRAFT:
+        problems.append(
+            f"task {existing.slug} is {existing.get_status_display().lower()}; "
+            "only a draft can be overwritten"
+        )
+    if problems:
+        raise PermissionDenied("; ".join(problems))
+    return bundle_import(bundle=bundle, user=user, publish=False)
+
+
+def bundle_zip_build(*, task: Task | None = None, version: TaskVersion | None = None) -> bytes:
+    """``bundle_render``'s files as a zip, under one folder named after the task.
+    Holds hidden files: callers decide who may download it."""
+    rendered = bundle_render(task=task, version=version)
+    slug = version.task.slug if version is not None else task.slug if task is not None else ""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path, data in rendered.items():
+            info = zipfile.ZipInfo(f"{slug}/{path}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
+# --- task review -------------------------------------------------------------------------------
+
+
+def reviewer_may_decide(user: User, task: Task) -> bool:
+    """Reviewers review others' tasks; an admin may also review their own."""
+    if not roles.has_role(user, roles.REVIEWER):
+        return False
+    return task.owner_id != user.pk or roles.is_admin(user)
+
+
+def _require_reviewer(user: User, task: Task) -> None:
+    _require(reviewer_may_decide(user, task), "only a reviewer other than the author may review")
+    _require(task.status == TaskStatus.IN_REVIEW, f"{task.slug} is not in review")
+
+
+def task_review_comment_add(
+    *, task: Task, reviewer: User, path: str, line: int, body: str
+) -> TaskReviewComment:
+    """A pending comment on one line of a draft file; it goes to the author with the
+    reviewer's decision."""
+    _require_reviewer(reviewer, task)
+    file = task.files.filter(path=path).first()
+    if file is None:
+        raise ValidationError({"path": [f"{path!r} is not a file of this task"]})
+    lines = file.content.splitlines()
+    if not 1 <= line <= max(len(lines), 1):
+        raise ValidationError({"line": [f"{path} has no line {line}"]})
+    body = body.strip()
+    if not body:
+        raise ValidationError({"body": ["write a comment"]})
+    return TaskReviewComment.objects.create(
+        task=task,
+        author=reviewer,
+        path=path,
+        line=line,
+        line_text=lines[line - 1] if lines else "",
+        content_hash=task_draft_hash(task),
+        body=body,
+    )
+
+
+def task_review_comment_delete(*, comment: TaskReviewComment, user: User) -> None:
+    _require(
+        comment.author_id == user.pk and comment.review_id is None,
+        "only its author can delete a comment, before deciding",
+    )
+    comment.delete()
+
+
+@transaction.atomic
+def task_review_decide(
+    *, task: Task, reviewer: User, decision: str, comment: str = ""
+) -> TaskReview:
+    """Approve (publish an immutable version) or request changes (back to the author,
+    with the overall comment and the reviewer's pending line comments).
+
+    The reviewed draft is kept on the review, so the next review shows what changed.
+    """
+    task = Task.objects.select_for_update().get(pk=task.pk)
+    _require_reviewer(reviewer, task)
+    if decision not in ReviewDecision.values:
+        raise ValidationError({"decision": [f"{decision!r} is not a decision"]})
+    pending = TaskReviewComment.objects.filter(task=task, review=None, author=reviewer)
+    if decision == ReviewDecision.CHANGES_REQUESTED and not (comment.strip() or pending.exists()):
+        raise ValidationError({"comment": ["say what should change (or comment on a line)"]})
+    files = {f.path: f.content for f in task.files.all()}
+    review = TaskReview(
+        task=task,
+        reviewer=reviewer,
+        decision=decision,
+        comment=comment.strip(),
+        content_hash=task_draft_hash(task),
+        manifest=tomli_w.dumps(draft_manifest(task)),
+        files=files,
+    )
+    if decision == ReviewDecision.APPROVED:
+        review.version = task_publish(task=task, reviewer=reviewer)
+    else:
+        task_request_changes(task=task, reviewer=reviewer)
+    review.save()
+    pending.update(review=review)
+    return review

@@ -75,3 +75,17 @@ def role_names(user: AbstractUser | AnonymousUser) -> list[str]:
     if user.is_superuser:
         held.add(roles.ADMIN)
     return [role.replace("_", " ") for role in roles.ALL if role in held]
+
+
+@register.filter
+def pair(first: Any, second: Any) -> tuple[Any, Any]:
+    """``a|pair:b`` -> ``(a, b)``, to loop over two values in a template."""
+    return first, second
+
+
+@register.filter
+def number(value: float | None, digits: int = 3) -> str:
+    """A measured figure in short form (``1.2e-05``, ``0.731``), or an em dash when absent."""
+    if value is None:
+        return "\N{EM DASH}"
+    return f"{value:.{digits}g}"

@@ -1,0 +1,472 @@
+"""Forms of the task editor. They turn browser input into the plain values the
+authoring services take; the services check those values with the bundle format's
+own rules and raise ValidationErrors that ``apply_errors`` puts next to the fields."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from sandboxes.report import Verdict
+from sandboxes.spec import DEFAULT_TOLERANCES, FORMATS, LANGUAGES, SpecError
+from tasks.models import Difficulty, FileRole, Hardware, Kind, ReviewDecision, Visibility
+
+# Output dtypes offered in the tolerance table; others stay editable in task.toml.
+TOLERANCE_DTYPES = ("float32", "float16", "bfloat16", "float64")
+TIMING_INTS = ("warmup", "min_batches", "max_batches")
+TIMING_FLOATS = ("target_rel_error", "budget_s", "call_timeout_s")
+CODE_WIDGET_ATTRS = {"class": "code-input", "spellcheck": "false", "rows": 24}
+
+
+def normalise_newlines(text: str) -> str:
+    """Browsers send textarea content with CRLF line ends; files keep LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def apply_errors(
+    form: forms.Form, error: ValidationError, aliases: Mapping[str, str] | None = None
+) -> None:
+    """Attach a service's ValidationError to the form: each message beside its field
+    (renamed through ``aliases``), anything else as a form-wide error."""
+    if not hasattr(error, "error_dict"):
+        form.add_error(None, error)
+        return
+    for field, messages in error.message_dict.items():
+        name = (aliases or {}).get(field, field)
+        if name in form.fields:
+            form.add_error(name, messages)
+        else:
+            label = "" if field == "__all__" else f"{field}: "
+            form.add_error(None, [f"{label}{m}" for m in messages])
+
+
+def _tags_text(value: Any) -> str:
+    return ", ".join(value) if isinstance(value, list | tuple) else str(value or "")
+
+
+class TagsField(forms.CharField):
+    """Comma-separated tags in, a list out."""
+
+    def prepare_value(self, value: Any) -> str:
+        return _tags_text(value)
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        return [tag.strip() for tag in text.split(",") if tag.strip()]
+
+
+class TaskMetadataForm(forms.Form):
+    title = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=Kind.choices)
+    difficulty = forms.ChoiceField(choices=Difficulty.choices)
+    hardware = forms.ChoiceField(choices=Hardware.choices, label="Target hardware")
+    tags = TagsField(
+        required=False,
+        help_text="Comma-separated, e.g. triton, softmax",
+        widget=forms.TextInput(attrs={"placeholder": "triton, softmax"}),
+    )
+
+
+class TaskCreateForm(TaskMetadataForm):
+    slug = forms.CharField(
+        max_length=80,
+        help_text="a-z, 0-9 and -, 3 to 80 characters; it never changes",
+        widget=forms.TextInput(attrs={"placeholder": "row-softmax", "autocomplete": "off"}),
+    )
+
+    field_order = ["slug", "title", "kind", "difficulty", "hardware", "tags"]
+
+
+class StatementForm(forms.Form):
+    statement = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={**CODE_WIDGET_ATTRS, "data-language": "markdown"}),
+    )
+
+    def clean_statement(self) -> str:
+        return normalise_newlines(self.cleaned_data["statement"])
+
+
+def _verdict_choices() -> list[tuple[str, str]]:
+    return [("", "—"), *Verdict.choices()]
+
+
+class FileForm(forms.Form):
+    """A draft file's content and its place in the bundle."""
+
+    role = forms.ChoiceField(choices=[c for c in FileRole.choices if c[0] != FileRole.STATEMENT])
+    visibility = forms.ChoiceField(choices=Visibility.choices)
+    expected_verdict = forms.ChoiceField(
+        required=False,
+        choices=_verdict_choices,
+        help_text="Negative examples only: the verdict the grader must give.",
+    )
+    note = forms.CharField(
+        required=False, max_length=2000, help_text="Why it is wrong, or what it is for."
+    )
+    content = forms.CharField(
+        required=False, strip=False, widget=forms.Textarea(attrs=CODE_WIDGET_ATTRS)
+    )
+
+    def __init__(self, *args: Any, statement: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.statement = statement
+        if statement:  # the statement keeps its role and visibility
+            for name in ("role", "visibility", "expected_verdict"):
+                del self.fields[name]
+
+    def clean_content(self) -> str:
+        return normalise_newlines(self.cleaned_data["content"])
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.statement:
+            data.update(role=FileRole.STATEMENT, visibility=Visibility.PROMPT, expected_verdict="")
+        elif data.get("role") != FileRole.NEGATIVE:
+            data["expected_verdict"] = ""  # a leftover choice from an earlier role
+        return data
+
+
+class NewFileForm(FileForm):
+    path = forms.CharField(
+        max_length=255,
+        help_text="Relative, with / between folders, e.g. bad/no_mask.py",
+        widget=forms.TextInput(attrs={"placeholder": "solution.py", "autocomplete": "off"}),
+    )
+    upload = forms.FileField(
+        required=False,
+        label="Or upload a file",
+        help_text="UTF-8 text up to 1 MiB, e.g. a profiler trace (role: artifact).",
+    )
+
+    field_order = ["path", "role", "visibility", "expected_verdict", "note", "content", "upload"]
+
+
+class RenameForm(forms.Form):
+    path = forms.CharField(max_length=255, label="New path")
+
+
+# -- grading ---------------------------------------------------------------------------------
+
+
+class GradingForm(forms.Form):
+    """The [grading] table of a kernel task, field by field. Ranges and rules are
+    GradingSpec's: its SpecError lands beside the field it names."""
+
+    format = forms.ChoiceField(choices=[(f, f) for f in FORMATS])
+    language = forms.ChoiceField(
+        choices=[(name, name) for name in LANGUAGES], help_text="What solutions are written in."
+    )
+    trials = forms.IntegerField(help_text="Correctness trials per shape set (at least 5).")
+    seed_inputs = forms.BooleanField(
+        required=False, label="Seed inputs", help_text="Seed torch before get_inputs()."
+    )
+    shapes = forms.CharField(
+        required=False,
+        strip=False,
+        help_text="[[shapes]] tables in TOML; each key overrides a global of the reference. "
+        "Empty: the reference's own sizes.",
+        widget=forms.Textarea(
+            attrs={
+                **CODE_WIDGET_ATTRS,
+                "rows": 8,
+                "data-language": "toml",
+                "data-editor": True,
+                "placeholder": '[[shapes]]\nname = "small"\nbatch_size = 4\ndim = 64',
+            }
+        ),
+    )
+    limits = forms.CharField(
+        required=False,
+        strip=False,
+        label="Sandbox limits",
+        help_text="Overrides in TOML, e.g. wall_time_s = 300.",
+        widget=forms.Textarea(
+            attrs={
+                **CODE_WIDGET_ATTRS,
+                "rows": 3,
+                "data-language": "toml",
+                "data-editor": True,
+                "placeholder": "wall_time_s = 300",
+            }
+        ),
+    )
+    timing_shape = forms.CharField(required=False, label="Timed shape set")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for dtype in TOLERANCE_DTYPES:
+            default = DEFAULT_TOLERANCES.get(dtype)
+            for key in ("atol", "rtol"):
+                placeholder = f"{getattr(default, key):g}" if default else "exact"
+                self.fields[f"tol_{dtype}_{key}"] = forms.FloatField(
+                    required=False,
+                    label=f"{dtype} {key}",
+                    widget=forms.TextInput(
+                        attrs={"placeholder": placeholder, "inputmode": "decimal"}
+                    ),
+                )
+        for name in TIMING_INTS:
+            self.fields[f"timing_{name}"] = forms.IntegerField(required=False, label=name)
+        for name in TIMING_FLOATS:
+            self.fields[f"timing_{name}"] = forms.FloatField(
+                required=False, label=name, widget=forms.TextInput(attrs={"inputmode": "decimal"})
+            )
+
+    def tolerance_rows(self) -> list[tuple[str, forms.BoundField, forms.BoundField]]:
+        return [(d, self[f"tol_{d}_atol"], self[f"tol_{d}_rtol"]) for d in TOLERANCE_DTYPES]
+
+    @classmethod
+    def initial_from(cls, grading: Mapping[str, Any]) -> dict[str, Any]:
+        import tomli_w
+
+        initial: dict[str, Any] = {
+            "format": grading.get("format", "kernelbench"),
+            "language": grading.get("language", "pytorch"),
+            "trials": grading.get("trials", 5),
+            "seed_inputs": grading.get("seed_inputs", True),
+            "shapes": tomli_w.dumps({"shapes": grading["shapes"]}) if grading.get("shapes") else "",
+            "limits": tomli_w.dumps(grading["limits"]) if grading.get("limits") else "",
+        }
+        for dtype, tolerance in (grading.get("tolerances") or {}).items():
+            for key in ("atol", "rtol"):
+                if isinstance(tolerance, dict) and key in tolerance:
+                    initial[f"tol_{dtype}_{key}"] = tolerance[key]
+        for name, value in (grading.get("timing") or {}).items():
+            initial[f"timing_{name}"] = value
+        return initial
+
+    def _toml(self, name: str) -> dict[str, Any]:
+        text = normalise_newlines(self.cleaned_data.get(name) or "")
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValidationError({name: [f"not valid TOML: {exc}"]}) from None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        try:
+            shapes = self._toml("shapes")
+            if set(shapes) - {"shapes"}:
+                raise ValidationError({"shapes": ["write only [[shapes]] tables here"]})
+            data["parsed_shapes"] = shapes.get("shapes")
+            data["parsed_limits"] = self._toml("limits")
+        except ValidationError as exc:
+            apply_errors(self, exc)
+        return data
+
+    def grading(self, existing: Mapping[str, Any]) -> dict[str, Any]:
+        """The [grading] table the valid form describes; keys the form does not show
+        (tolerances for other dtypes) are kept from ``existing``."""
+        data = self.cleaned_data
+        grading: dict[str, Any] = {
+            "format": data["format"],
+            "language": data["language"],
+            "trials": data["trials"],
+            "seed_inputs": bool(data.get("seed_inputs")),
+        }
+        if data.get("parsed_shapes") is not None:
+            grading["shapes"] = data["parsed_shapes"]
+        tolerances = {
+            dtype: value
+            for dtype, value in (existing.get("tolerances") or {}).items()
+            if dtype not in TOLERANCE_DTYPES
+        }
+        for dtype in TOLERANCE_DTYPES:
+            values = {
+                key: data[f"tol_{dtype}_{key}"]
+                for key in ("atol", "rtol")
+                if data.get(f"tol_{dtype}_{key}") is not None
+            }
+            if values:
+                tolerances[dtype] = values
+        if tolerances:
+            grading["tolerances"] = tolerances
+        timing = {
+            name: data[f"timing_{name}"]
+            for name in (*TIMING_INTS, *TIMING_FLOATS)
+            if data.get(f"timing_{name}") is not None
+        }
+        if data.get("timing_shape"):
+            timing["shape"] = data["timing_shape"]
+        if timing:
+            grading["timing"] = timing
+        if data.get("parsed_limits"):
+            grading["limits"] = data["parsed_limits"]
+        return grading
+
+    def add_spec_error(self, error: SpecError) -> None:
+        """Put GradingSpec's error beside the field its dotted path names."""
+        message = str(error).removeprefix(f"{error.field}: ")
+        self.add_error(self.field_for(error.field), message)
+
+    def field_for(self, path: str) -> str | None:
+        parts = path.replace("[", ".").split(".")
+        if parts[0] != "grading" or len(parts) < 2:
+            return None
+        head = parts[1]
+        if head in ("format", "language", "trials", "seed_inputs", "shapes", "limits"):
+            return head
+        if head == "tolerances" and len(parts) >= 4:
+            name = f"tol_{parts[2]}_{parts[3]}"
+            return name if name in self.fields else None
+        if head == "timing" and len(parts) >= 3:
+            name = f"timing_{parts[2]}"
+            return name if name in self.fields else None
+        return None
+
+
+# -- rubric ----------------------------------------------------------------------------------
+
+RULE_TYPES = [
+    ("verdict", "Verdict is"),
+    ("speedup", "Speedup at least"),
+    ("integrity", "Integrity findings"),
+]
+
+
+class CriterionForm(forms.Form):
+    """One rubric criterion: an automatic rule or a human criterion with levels."""
+
+    key = forms.CharField(
+        max_length=60,
+        label="Id",
+        help_text="Stable across versions: a-z, 0-9, '.', '_', '-'.",
+        widget=forms.TextInput(attrs={"placeholder": "correct", "autocomplete": "off"}),
+    )
+    title = forms.CharField(max_length=200)
+    description = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2, "class": "text-input"})
+    )
+    points = forms.IntegerField(help_text="Signed: a negative number is a penalty.")
+    kind = forms.ChoiceField(
+        choices=[("automatic", "Automatic rule"), ("human", "Human judgement")],
+        widget=forms.RadioSelect,
+        initial="automatic",
+    )
+    rule_type = forms.ChoiceField(required=False, choices=RULE_TYPES, label="Rule")
+    rule_verdict = forms.ChoiceField(
+        required=False, choices=_verdict_choices, label="Verdict", initial="accepted"
+    )
+    rule_speedup = forms.FloatField(
+        required=False,
+        label="Speedup (times)",
+        widget=forms.TextInput(attrs={"inputmode": "decimal"}),
+    )
+    rule_clean = forms.ChoiceField(
+        required=False,
+        label="Holds when",
+        choices=[("true", "there are none"), ("false", "there are some (a penalty)")],
+    )
+    levels = forms.CharField(
+        required=False,
+        help_text="One level per line: score: descriptor, e.g. 2: Clear at a glance.",
+        widget=forms.Textarea(attrs={"rows": 4, "class": "text-input"}),
+    )
+
+    ERROR_ALIASES = {"id": "key", "rule": "rule_type"}
+
+    @classmethod
+    def initial_from(cls, criterion: Any) -> dict[str, Any]:
+        rule = criterion.rule or {}
+        initial: dict[str, Any] = {
+            "key": criterion.key,
+            "title": criterion.title,
+            "description": criterion.description,
+            "points": criterion.points,
+            "kind": criterion.kind,
+            "rule_type": rule.get("type", "verdict"),
+            "rule_verdict": rule.get("equals", "accepted"),
+            "rule_speedup": rule.get("at_least"),
+            "rule_clean": "true" if rule.get("clean", True) else "false",
+            "levels": "\n".join(
+                f"{level.get('score')}: {level.get('descriptor', '')}"
+                for level in criterion.levels or []
+            ),
+        }
+        return initial
+
+    def clean_levels(self) -> list[dict[str, Any]]:
+        levels: list[dict[str, Any]] = []
+        for number, line in enumerate(normalise_newlines(self.cleaned_data["levels"]).split("\n")):
+            if not line.strip():
+                continue
+            score_text, sep, descriptor = line.partition(":")
+            try:
+                score = float(score_text)
+            except ValueError:
+                score = None
+            if not sep or score is None:
+                raise ValidationError(f"line {number + 1}: write score: descriptor")
+            levels.append(
+                {
+                    "score": int(score) if score.is_integer() else score,
+                    "descriptor": descriptor.strip(),
+                }
+            )
+        return levels
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("kind") == "automatic":
+            data["rule"] = self._rule(data)
+        return data
+
+    def _rule(self, data: dict[str, Any]) -> dict[str, Any]:
+        kind = data.get("rule_type") or "verdict"
+        if kind == "verdict":
+            return {"type": "verdict", "equals": data.get("rule_verdict") or "accepted"}
+        if kind == "speedup":
+            if data.get("rule_speedup") is None:
+                self.add_error("rule_speedup", "give the speedup the rule wants")
+                return {"type": "speedup"}
+            return {"type": "speedup", "at_least": data["rule_speedup"]}
+        return {"type": "integrity", "clean": data.get("rule_clean", "true") == "true"}
+
+    def service_values(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "key": data["key"],
+            "title": data["title"],
+            "description": data.get("description", ""),
+            "points": data["points"],
+            "kind": data["kind"],
+            "rule": data.get("rule"),
+            "levels": data.get("levels"),
+        }
+
+
+# -- zip import, diffs, review -----------------------------------------------------------------
+
+
+class BundleUploadForm(forms.Form):
+    bundle = forms.FileField(
+        label="Bundle (.zip)",
+        help_text="A zip of a bundle folder: task.toml and the files it lists.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".zip,application/zip"}),
+    )
+
+
+class ReviewCommentForm(forms.Form):
+    path = forms.CharField(max_length=255, widget=forms.HiddenInput)
+    line = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    body = forms.CharField(
+        max_length=5000,
+        label="Comment",
+        widget=forms.Textarea(attrs={"rows": 3, "class": "text-input"}),
+    )
+
+
+class ReviewDecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=ReviewDecision.choices)
+    comment = forms.CharField(
+        required=False,
+        max_length=20000,
+        label="Overall comment",
+        widget=forms.Textarea(attrs={"rows": 4, "class": "text-input"}),
+    )
