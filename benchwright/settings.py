@@ -200,7 +200,6 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "accounts.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "accounts.errors.api_exception_handler",
-    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Benchwright API",
@@ -209,11 +208,18 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
-    # Swagger UI and Redoc come from the drf-spectacular-sidecar package, served
-    # as our own static files: the docs page loads nothing from elsewhere.
+    # Swagger UI comes from the drf-spectacular-sidecar package, served as our own
+    # static files: the docs page loads nothing from elsewhere. (Redoc's page pulls
+    # web fonts from a CDN, so it is not offered.)
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 1, "maximum": 10**18 - 1}},
+    "ENUM_NAME_OVERRIDES": {
+        "SubmissionStatusEnum": "submissions.models.SubmissionStatus.choices",
+        "DeliveryStatusEnum": "webhooks.models.DeliveryStatus.choices",
+        "WebhookEventEnum": "webhooks.models.Event.choices",
+        "TaskKindEnum": "tasks.models.Kind.choices",
+    },
 }
 # Requests per token (or user; per address when anonymous); "N/s", "N/m", "N/h" or "N/d".
 API_RATES = {
@@ -230,7 +236,8 @@ API_MAX_SUBMISSION_BYTES = int(
     os.environ.get("BENCHWRIGHT_API_MAX_SUBMISSION_BYTES", str(1024 * 1024))
 )
 API_MAX_BATCH = int(os.environ.get("BENCHWRIGHT_API_MAX_BATCH", "1000"))
-API_MAX_BODY_BYTES = int(os.environ.get("BENCHWRIGHT_API_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
+# Room for a full submission's content after JSON escaping.
+API_MAX_BODY_BYTES = int(os.environ.get("BENCHWRIGHT_API_MAX_BODY_BYTES", str(4 * 1024 * 1024)))
 API_MAX_BATCH_BODY_BYTES = int(
     os.environ.get("BENCHWRIGHT_API_MAX_BATCH_BODY_BYTES", str(64 * 1024 * 1024))
 )
@@ -268,6 +275,9 @@ GRADING_GPU_POOLS = env_list("BENCHWRIGHT_GPU_POOLS", "")
 GRADING_STUCK_AFTER_S = int(os.environ.get("BENCHWRIGHT_GRADING_STUCK_AFTER_S", "3600"))
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-gradings": {"task": "submissions.sweep_stuck", "schedule": 300.0},
+    # Webhook retries whose job was lost (a worker died) are sent again.
+    "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 60.0},
+    "purge-idempotency-keys": {"task": "accounts.purge_idempotency_keys", "schedule": 3600.0},
 }
 CELERY_TASK_ROUTES = {
     "submissions.grade": {"queue": "default"},

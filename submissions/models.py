@@ -24,9 +24,7 @@ SUBMISSION_TRANSITIONS: dict[str, frozenset[str]] = {
     SubmissionStatus.RUNNING: frozenset(
         {SubmissionStatus.GRADED, SubmissionStatus.FAILED, SubmissionStatus.QUEUED}
     ),
-    SubmissionStatus.GRADED: frozenset(
-        {SubmissionStatus.AWAITING_REVIEW, SubmissionStatus.QUEUED}
-    ),
+    SubmissionStatus.GRADED: frozenset({SubmissionStatus.AWAITING_REVIEW, SubmissionStatus.QUEUED}),
     SubmissionStatus.FAILED: frozenset({SubmissionStatus.QUEUED}),
     SubmissionStatus.AWAITING_REVIEW: frozenset(
         {SubmissionStatus.REVIEWED, SubmissionStatus.QUEUED}
@@ -54,6 +52,14 @@ class Submission(TimeStamped):
     verdict = models.CharField(max_length=40, blank=True, help_text="Of the latest grading run.")
     attempts = models.PositiveIntegerField(default=0, help_text="Grading attempts started.")
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    api_token = models.ForeignKey(
+        "accounts.ApiToken",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="submissions",
+        help_text="The API token it came through; its daily sandbox-time quota counts it.",
+    )
 
     class Meta:
         ordering = ["-created_at"]

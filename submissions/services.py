@@ -13,7 +13,8 @@ The grading pipeline (see jobs.py) is three jobs:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -24,8 +25,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from benchwright.state import InvalidTransition, transition
+from reviews import hooks as review_hooks
 from rubrics import services as rubric_services
 from tasks.models import TaskVersion
+from tasks.selectors import grading_payload
+from webhooks import services as webhook_services
 
 from .models import (
     SUBMISSION_TRANSITIONS,
@@ -67,6 +71,7 @@ def submission_create(
     model_name: str = "",
     run_id: str = "",
     labels: Mapping[str, Any] | None = None,
+    api_token_id: int | None = None,
 ) -> Submission:
     """Create a queued submission and enqueue its grading once the transaction commits."""
     submission = Submission.objects.create(
@@ -76,6 +81,7 @@ def submission_create(
         run_id=run_id,
         labels=dict(labels or {}),
         status_changed_at=timezone.now(),
+        api_token_id=api_token_id,
     )
     SubmissionFile.objects.bulk_create(
         SubmissionFile(submission=submission, path=path, content=content)
@@ -85,11 +91,70 @@ def submission_create(
     return submission
 
 
+@dataclass(frozen=True)
+class NewSubmission:
+    """One item of a batch: already validated (paths, sizes, a published version)."""
+
+    version: TaskVersion
+    files: Mapping[str, str]
+    model_name: str = ""
+    run_id: str = ""
+    labels: Mapping[str, Any] = field(default_factory=dict)
+
+
+@transaction.atomic
+def submissions_create_batch(
+    *,
+    submitter: User,
+    items: Sequence[NewSubmission],
+    api_token_id: int | None = None,
+) -> list[Submission]:
+    """Create many queued submissions in one transaction with two bulk inserts, and
+    enqueue their gradings once it commits: all of them, or none."""
+    now = timezone.now()
+    submissions = Submission.objects.bulk_create(
+        Submission(
+            task_version=item.version,
+            submitter=submitter,
+            model_name=item.model_name,
+            run_id=item.run_id,
+            labels=dict(item.labels),
+            status_changed_at=now,
+            created_at=now,
+            api_token_id=api_token_id,
+        )
+        for item in items
+    )
+    SubmissionFile.objects.bulk_create(
+        SubmissionFile(submission=submission, path=path, content=content, created_at=now)
+        for submission, item in zip(submissions, items, strict=True)
+        for path, content in item.files.items()
+    )
+    enqueue_grading_many([s.pk for s in submissions])
+    return submissions
+
+
+def enqueue_grading_many(submission_ids: Sequence[int]) -> None:
+    """Enqueue many gradings on commit through one broker connection."""
+    from .jobs import grade_submission_job
+
+    def publish() -> None:
+        with grade_submission_job.app.producer_or_acquire() as producer:
+            for pk in submission_ids:
+                grade_submission_job.apply_async(args=(pk,), producer=producer, ignore_result=True)
+
+    transaction.on_commit(publish)
+
+
 def enqueue_grading(submission_id: int, countdown: float = 0) -> None:
     from .jobs import grade_submission_job
 
+    # ignore_result: nobody reads it, and asking for it would subscribe the web
+    # process to a result channel per submission (a round trip and a leak).
     transaction.on_commit(
-        lambda: grade_submission_job.apply_async(args=(submission_id,), countdown=countdown)
+        lambda: grade_submission_job.apply_async(
+            args=(submission_id,), countdown=countdown, ignore_result=True
+        )
     )
 
 
@@ -140,19 +205,16 @@ def grading_message(submission: Submission) -> dict[str, Any]:
     """Everything the sandbox host needs, so it never touches the database.
     Hidden task files travel here only to the trusted grading host."""
     version = submission.task_version
-    files = list(version.files.all())
-    manifest = {
-        "slug": version.task.slug,
-        "kind": version.kind,
-        "hardware": version.hardware,
-        "grading": version.grading,
-        "files": [{"path": f.path, "role": f.role, "visibility": f.visibility} for f in files],
-    }
     return {
         "submission_id": submission.pk,
         "attempt": submission.attempts,
-        "manifest": manifest,
-        "task_files": {f.path: f.content for f in files},
+        **grading_payload(
+            slug=version.task.slug,
+            kind=version.kind,
+            hardware=version.hardware,
+            grading=version.grading,
+            files=version.files.all(),
+        ),
         "submission_files": {f.path: f.content for f in submission.files.all()},
     }
 
@@ -203,9 +265,12 @@ def grading_store(
         _retry_or_fail(submission, run)
         return run
     rubric_services.score_automatic(grading_run=run)
-    submission_set_status(
-        submission_id=submission.pk, to=SubmissionStatus.GRADED, verdict=verdict
+    submission_set_status(submission_id=submission.pk, to=SubmissionStatus.GRADED, verdict=verdict)
+    # robust: a webhook problem is logged, never turned into a failed grading.
+    transaction.on_commit(
+        lambda: webhook_services.submission_graded(submission_id=submission.pk), robust=True
     )
+    review_hooks.submission_graded(submission.pk)
     return run
 
 

@@ -10,7 +10,7 @@ from tests import factories
 
 pytestmark = pytest.mark.django_db
 
-PROJECT_APPS = {"tasks", "rubrics", "submissions", "reviews", "exports"}
+PROJECT_APPS = {"tasks", "rubrics", "submissions", "reviews", "exports", "accounts", "webhooks"}
 
 
 def test_every_project_model_is_registered_in_the_admin():

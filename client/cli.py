@@ -1,0 +1,220 @@
+"""``benchwright``: the command line for model-evaluation pipelines.
+
+The token comes from $BENCHWRIGHT_TOKEN (or --token), the server from
+$BENCHWRIGHT_URL (or --url; default http://127.0.0.1:8000). Exit status: 0 done,
+1 the API refused or could not be reached, 2 bad usage or manifest, 3 ``wait``
+timed out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from tqdm import tqdm
+
+from .api import ApiError, BenchwrightClient
+from .batch import MAX_CHUNK, ManifestError, default_state_path, submit_manifest
+
+RESULT_FIELDS = [
+    "id",
+    "task",
+    "task_version",
+    "model",
+    "run_id",
+    "status",
+    "verdict",
+    "speedup",
+    "points",
+    "attempts",
+    "created_at",
+    "status_changed_at",
+    "labels",
+]
+
+
+class UsageError(Exception):
+    pass
+
+
+def cmd_tasks(client: BenchwrightClient, args: argparse.Namespace, out: TextIO) -> int:
+    filters = {"kind": args.kind, "difficulty": args.difficulty, "hardware": args.hardware}
+    tasks = client.tasks(tags=args.tags, **filters)
+    if args.json:
+        for task in tasks:
+            out.write(json.dumps(task) + "\n")
+        return 0
+    rows = [("SLUG", "KIND", "DIFFICULTY", "HARDWARE", "VERSION", "TITLE")]
+    rows += [
+        (t["slug"], t["kind"], t["difficulty"], t["hardware"], str(t["version"]), t["title"])
+        for t in tasks
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    for row in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(row[:5], widths, strict=True)))
+        out.write(f"  {row[5]}\n")
+    return 0
+
+
+def _labels(pairs: Sequence[str]) -> dict[str, str]:
+    labels = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--label takes KEY=VALUE, not {pair!r}")
+        labels[key] = value
+    return labels
+
+
+def cmd_submit(client: BenchwrightClient, args: argparse.Namespace, out: TextIO) -> int:
+    files: dict[str, str] = {}
+    for name in args.files:
+        path = Path(name)
+        if path.name in files:
+            raise UsageError(f"two files are named {path.name}")
+        try:
+            files[path.name] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {name}: {exc}") from None
+    submission = client.submit(
+        task=args.task,
+        model=args.model,
+        files=files,
+        run_id=args.run_id,
+        labels=_labels(args.label),
+        idempotency_key=args.idempotency_key,
+    )
+    if args.json:
+        out.write(json.dumps(submission) + "\n")
+    else:
+        out.write(f"submission {submission['id']} {submission['status']}\n")
+    return 0
+
+
+def cmd_submit_batch(client: BenchwrightClient, args: argparse.Namespace, out: TextIO) -> int:
+    manifest = Path(args.manifest)
+    state = Path(args.state) if args.state else default_state_path(manifest)
+    lines = sum(1 for raw in manifest.read_bytes().splitlines() if raw.strip())
+    with tqdm(
+        total=lines, unit="sub", desc="submitting", disable=args.no_progress, file=sys.stderr
+    ) as bar:
+        result = submit_manifest(
+            client, manifest, chunk_size=args.chunk_size, state_path=state, on_chunk=bar.update
+        )
+    runs = ", ".join(sorted(r for r in result.run_ids if r)) or "-"
+    out.write(
+        f"{len(result.ids)} submissions ({result.submitted} sent now, {result.skipped} "
+        f"already accepted before); runs: {runs}; state: {state}\n"
+    )
+    return 0
+
+
+def cmd_wait(client: BenchwrightClient, args: argparse.Namespace, out: TextIO) -> int:
+    deadline = time.monotonic() + args.timeout if args.timeout else None
+    summary = client.summary(run_id=args.run_id)
+    if summary["total"] == 0:
+        raise ApiError(404, "not_found", f"no submissions in run {args.run_id!r}")
+    with tqdm(
+        total=summary["total"],
+        unit="sub",
+        desc="graded",
+        disable=args.no_progress,
+        file=sys.stderr,
+    ) as bar:
+        while True:
+            bar.total = summary["total"]
+            bar.update(summary["finished"] - bar.n)
+            if summary["unfinished"] == 0:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                out.write(f"timed out: {summary['unfinished']} of {summary['total']} unfinished\n")
+                return 3
+            time.sleep(args.interval)
+            summary = client.summary(run_id=args.run_id)
+    verdicts = ", ".join(f"{v}: {n}" for v, n in sorted(summary["by_verdict"].items())) or "-"
+    out.write(f"run {args.run_id}: {summary['total']} finished; {verdicts}\n")
+    return 0
+
+
+def cmd_results(client: BenchwrightClient, args: argparse.Namespace, out: TextIO) -> int:
+    rows = client.submissions(run_id=args.run_id, page_size=1000)
+    if args.format == "jsonl":
+        for row in rows:
+            out.write(json.dumps({k: row.get(k) for k in RESULT_FIELDS}) + "\n")
+        return 0
+    writer = csv.DictWriter(out, fieldnames=RESULT_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(row | {"labels": json.dumps(row.get("labels") or {}, sort_keys=True)})
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="benchwright", description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="server (default $BENCHWRIGHT_URL or http://127.0.0.1:8000)")
+    parser.add_argument("--token", help="API token (default $BENCHWRIGHT_TOKEN)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    tasks = sub.add_parser("tasks", help="list published tasks")
+    tasks.add_argument("--kind")
+    tasks.add_argument("--difficulty")
+    tasks.add_argument("--hardware")
+    tasks.add_argument("--tags", help="comma-separated; tasks carrying all of them")
+    tasks.add_argument("--json", action="store_true", help="one JSON object per line")
+    tasks.set_defaults(handler=cmd_tasks)
+
+    submit = sub.add_parser("submit", help="submit one solution")
+    submit.add_argument("--task", required=True, help="task slug")
+    submit.add_argument("--model", required=True, help="the model that wrote it")
+    submit.add_argument("--run-id", default="", help="groups submissions into a run")
+    submit.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+    submit.add_argument("--idempotency-key", help="safe retries: the same key never submits twice")
+    submit.add_argument("--json", action="store_true")
+    submit.add_argument("files", nargs="+", metavar="FILE", help="sent under its base name")
+    submit.set_defaults(handler=cmd_submit)
+
+    batch = sub.add_parser("submit-batch", help="submit a JSONL manifest, resumably")
+    batch.add_argument("manifest", metavar="MANIFEST.jsonl")
+    batch.add_argument("--chunk-size", type=int, default=MAX_CHUNK, help="per request (<= 1000)")
+    batch.add_argument("--state", help="state file (default MANIFEST.jsonl.state.json)")
+    batch.add_argument("--no-progress", action="store_true")
+    batch.set_defaults(handler=cmd_submit_batch)
+
+    wait = sub.add_parser("wait", help="wait until every submission of a run has finished")
+    wait.add_argument("run_id", metavar="RUN_ID")
+    wait.add_argument("--interval", type=float, default=5.0, help="seconds between polls")
+    wait.add_argument("--timeout", type=float, default=0, help="give up after this many seconds")
+    wait.add_argument("--no-progress", action="store_true")
+    wait.set_defaults(handler=cmd_wait)
+
+    results = sub.add_parser("results", help="a run's submissions and grades")
+    results.add_argument("run_id", metavar="RUN_ID")
+    results.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    results.set_defaults(handler=cmd_results)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = out or sys.stdout
+    try:
+        with BenchwrightClient(args.url, args.token) as client:
+            return int(args.handler(client, args, out))
+    except (UsageError, ManifestError) as exc:
+        print(f"benchwright: {exc}", file=sys.stderr)
+        return 2
+    except ApiError as exc:
+        print(f"benchwright: {exc}", file=sys.stderr)
+        if exc.fields:
+            print(json.dumps(exc.fields, indent=1), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""The CLI against a live server (pytest-django's, on 127.0.0.1) and the real database."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+
+from accounts import services as account_services
+from benchwright import roles
+from tests import factories
+from tests.api.conftest import publish_with_secrets
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttle_counters():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def server(live_server, transactional_db, monkeypatch):
+    """A live server, a published task and an API client's token in the environment,
+    as a pipeline would have them."""
+    author = factories.make_user(roles.AUTHOR)
+    # A kind with no grader yet: a Celery worker alive in the same test session answers
+    # internal_error at once instead of spending seconds in a sandbox per submission.
+    task = publish_with_secrets(author, slug="row-softmax", kind="debugging", tags=["softmax"])
+    publish_with_secrets(author, slug="gemm-fp16", tags=["gemm"], hardware="h100")
+    user = factories.make_user(roles.API_CLIENT, username="pipeline")
+    _, token = account_services.token_create(user=user, name="ci", scopes=["read", "submit"])
+    monkeypatch.setenv("BENCHWRIGHT_URL", live_server.url)
+    monkeypatch.setenv("BENCHWRIGHT_TOKEN", token)
+    return {"url": live_server.url, "token": token, "user": user, "task": task}
+
+
+def run(*argv: str) -> tuple[int, str]:
+    """``benchwright ARGV…`` in this process; returns (exit status, stdout)."""
+    from client.cli import main
+
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+def lines_of(text: str) -> list[Any]:
+    import json
+
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
