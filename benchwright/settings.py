@@ -278,6 +278,9 @@ CELERY_BEAT_SCHEDULE = {
     # Webhook retries whose job was lost (a worker died) are sent again.
     "sweep-webhook-deliveries": {"task": "webhooks.sweep", "schedule": 60.0},
     "purge-idempotency-keys": {"task": "accounts.purge_idempotency_keys", "schedule": 3600.0},
+    # Claims are also expired lazily whenever a reviewer asks for the next item.
+    "expire-review-claims": {"task": "reviews.expire_claims", "schedule": 60.0},
+    "sweep-review-queue": {"task": "reviews.sweep", "schedule": 300.0},
 }
 CELERY_TASK_ROUTES = {
     "submissions.grade": {"queue": "default"},

@@ -33,12 +33,13 @@ def submissions_for_user(
     user: AbstractBaseUser | AnonymousUser, *, scopes: frozenset[str], roles: frozenset[str]
 ) -> QuerySet[Submission]:
     """Submissions a request may see: its user's own; with ``author``, those to the
-    user's tasks; with ``review`` (reviewers) or as an admin, all. Nothing without
-    ``read``. Never another client's otherwise."""
+    user's tasks; as an admin, all. Nothing without ``read``. Never another
+    client's otherwise. Reviewers get their items through the review queue, which
+    is blind: listing submissions with model and run would undo that."""
     submissions = Submission.objects.all()
     if not user.is_authenticated or scope_names.READ not in scopes:
         return submissions.none()
-    if role_names.ADMIN in roles or scope_names.REVIEW in scopes:
+    if role_names.ADMIN in roles:
         return submissions
     visible = Q(submitter_id=user.pk)
     if scope_names.AUTHOR in scopes:
@@ -223,13 +224,11 @@ def rubric_scores(submission: Submission, run: GradingRun | None) -> dict[str, A
 
 
 def submission_review_outcome(submission: Submission) -> dict[str, Any] | None:
-    """The review's outcome, once the reviews app records one.
+    """The final review outcome (decision, score, spread, feedback), or None while
+    the submission has none. Reviewer identities are never part of it."""
+    from reviews.selectors import submission_review_outcome as outcome
 
-    Hook for the reviews app: return ``{"decision": ..., "feedback": ...,
-    "reviewed_at": ...}`` for a submission with a final review, None otherwise.
-    Reviews have no models yet, so there is never an outcome.
-    """
-    return None
+    return outcome(submission)
 
 
 def submission_event_data(submission: Submission) -> dict[str, Any]:

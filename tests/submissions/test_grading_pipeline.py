@@ -1,0 +1,89 @@
+"""A submission graded end to end: PostgreSQL, Redis, a real Celery worker, the bwrap sandbox."""
+
+import time
+
+import pytest
+
+from rubrics.models import CriterionScore
+from submissions import services
+from submissions.models import GradingRun, Submission, SubmissionStatus
+from tests import factories
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+HONEST = """import torch
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=0)
+"""
+
+WRONG = """import torch
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.abs(x)
+"""
+
+
+DONE = {SubmissionStatus.GRADED, SubmissionStatus.AWAITING_REVIEW, SubmissionStatus.FAILED}
+
+
+def wait_for(submission_id, statuses, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        submission = Submission.objects.get(pk=submission_id)
+        if submission.status in statuses:
+            return submission
+        time.sleep(0.5)
+    raise AssertionError(f"submission {submission_id} still {submission.status} after {timeout}s")
+
+
+def submit(files):
+    task = factories.make_published_task()
+    client = factories.make_user("api_client")
+    return services.submission_create(
+        version=task.current_version, submitter=client, files=files, model_name="m"
+    )
+
+
+def test_an_honest_submission_is_graded_accepted_and_scored(celery_worker_process):
+    submission = submit({"solution.py": HONEST})
+
+    graded = wait_for(submission.pk, DONE)
+
+    # Graded submissions move on to the reviewers' queue once the grading commits.
+    assert graded.status == SubmissionStatus.AWAITING_REVIEW
+    assert graded.verdict == "accepted"
+    run = GradingRun.objects.get(submission=graded)
+    assert run.attempt == 1
+    assert run.report["hardware"]["sandbox"] == "bwrap"
+    assert run.target_hardware is True
+    correct = CriterionScore.objects.get(grading_run=run, criterion__key="correct")
+    assert correct.points == 5
+
+
+def test_a_wrong_answer_is_graded_wrong_and_earns_nothing(celery_worker_process):
+    submission = submit({"solution.py": WRONG})
+
+    graded = wait_for(submission.pk, DONE)
+
+    assert graded.verdict == "wrong_answer"
+    score = CriterionScore.objects.get(submission=graded, criterion__key="correct")
+    assert score.points == 0 and score.met is False
+
+
+def test_a_redelivered_grading_job_does_not_grade_twice(celery_worker_process):
+    from submissions.jobs import grade_submission_job
+
+    submission = submit({"solution.py": HONEST})
+    wait_for(submission.pk, DONE)
+
+    # The broker delivers the same job again (e.g. a worker died before acking).
+    assert grade_submission_job.delay(submission.pk).get(timeout=30) == "not claimed"
+
+    assert GradingRun.objects.filter(submission=submission).count() == 1
