@@ -1,0 +1,271 @@
+"""Loading a problem module and running batches of calls, inside the sandbox.
+
+The same code serves the reference process (author code) and the submission
+process (hostile code): only the module and the entry points differ, so a
+submission cannot tell a timed batch from a correctness one by the path
+its calls take.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .guards import GuardedInput
+from .protocol import sample_output, sample_positions
+
+ENTRY_POINTS = {
+    ("kernelbench", "reference"): ("Model", "get_inputs", "get_init_inputs"),
+    ("kernelbench", "submission"): ("ModelNew",),
+    ("gpumode", "reference"): ("ref_kernel", "generate_input"),
+    ("gpumode", "submission"): ("custom_kernel",),
+}
+MESSAGE_CAP = 4000
+TRACEBACK_CAP = 6000
+
+# Captured at import of this module, before any submission code exists.
+_perf_counter = time.perf_counter
+_no_grad = torch.no_grad
+
+
+class HarnessFailure(Exception):
+    """Something the problem code did, described for the grader."""
+
+    def __init__(self, where: str, exc: BaseException | None = None, message: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+        self.details = (
+            describe(exc, where)
+            if exc is not None
+            else {
+                "where": where,
+                "type": "HarnessFailure",
+                "message": message[:MESSAGE_CAP],
+                "traceback": "",
+            }
+        )
+
+
+def _safe_text(make: Callable[[], str], cap: int) -> str:
+    try:
+        text = make()
+    except BaseException:  # a hostile __str__ may raise anything
+        return "<unprintable>"
+    return text if len(text) <= cap else text[: cap // 2] + "\n…\n" + text[-cap // 2 :]
+
+
+def describe(exc: BaseException, where: str) -> dict[str, Any]:
+    return {
+        "where": where,
+        "type": _safe_text(lambda: type(exc).__name__, 200),
+        "message": _safe_text(lambda: str(exc), MESSAGE_CAP),
+        "traceback": _safe_text(lambda: "".join(traceback.format_exception(exc)), TRACEBACK_CAP),
+    }
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+    except ImportError:
+        return
+    numpy.random.seed(seed % (2**32))
+
+
+def import_file(path: Path) -> Any:
+    """Import a file as a module named after it, unless that name is taken
+    (``time.py`` must not replace the ``time`` module)."""
+    name = path.stem
+    if name in sys.modules or name in sys.stdlib_module_names or not name.isidentifier():
+        name = f"_benchwright_{path.stem}" if path.stem.isidentifier() else "_benchwright_entry"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path.name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Problem:
+    """The loaded module of one side and what calling it means."""
+
+    def __init__(self, module: Any, problem_format: str, role: str, device: str) -> None:
+        self.module = module
+        self.format = problem_format
+        self.role = role
+        self.device = device
+        self.model: Any = None
+        self.params: dict[str, Any] = {}
+        missing = [
+            name for name in ENTRY_POINTS[(problem_format, role)] if not hasattr(module, name)
+        ]
+        if missing:
+            raise HarnessFailure("entry", message=f"does not define {', '.join(missing)}")
+        self.has_check = callable(getattr(module, "check_implementation", None))
+
+    def setup(self, params: dict[str, Any], init_seed: int, init: Any) -> Any:
+        """Prepare one shape set; the reference returns what the submission needs."""
+        self.params = dict(params)
+        if self.format != "kernelbench":
+            return None
+        for name, value in params.items():
+            setattr(self.module, name, value)
+        seed_everything(init_seed)
+        if self.role == "reference":
+            init = list(self.module.get_init_inputs())
+            self.model = self.module.Model(*init).to(self.device)
+            return {"init": init, "state": dict(self.model.state_dict())}
+        self.model = self.module.ModelNew(*init["init"]).to(self.device)
+        self._copy_state(init["state"])
+        return None
+
+    def _copy_state(self, state: dict[str, torch.Tensor]) -> None:
+        own = self.model.state_dict()
+        with _no_grad():
+            for name, value in state.items():
+                if name in own and tuple(own[name].shape) == tuple(value.shape):
+                    own[name].copy_(value)
+
+    def generate(self, seed: int, seed_inputs: bool) -> Any:
+        if self.format == "kernelbench":
+            if seed_inputs:
+                seed_everything(seed)
+            return list(self.module.get_inputs())
+        return self.module.generate_input(**self.params, seed=seed)
+
+    def call(self, args: Any) -> Any:
+        if self.format == "kernelbench":
+            return self.model(*args)
+        entry = self.module.ref_kernel if self.role == "reference" else self.module.custom_kernel
+        return entry(args)
+
+    def check(self, data: Any, output: Any) -> tuple[bool, str]:
+        """GPU MODE's own check_implementation, normalised to (ok, message)."""
+        result = self.module.check_implementation(data, output)
+        if isinstance(result, tuple) and len(result) == 2:
+            return bool(result[0]), str(result[1])
+        if isinstance(result, str):
+            return result == "", result
+        return bool(result), ""
+
+
+class Stager:
+    """Builds guard-banded inputs for a batch and remembers their guards."""
+
+    def __init__(self, device: str, keep_pristine: bool) -> None:
+        self.device = device
+        self.keep_pristine = keep_pristine
+        self.guards: list[GuardedInput] = []
+
+    def __call__(self, dtype: torch.dtype, shape: list[int], data: memoryview) -> torch.Tensor:
+        guard = GuardedInput(dtype, shape, data, self.device, self.keep_pristine)
+        self.guards.append(guard)
+        return guard.tensor
+
+
+class Timer:
+    """Per-call timing: wall clock with a device synchronise, or CUDA events
+    with an L2 flush before each call (GPU only; not exercised on CPU hosts)."""
+
+    def __init__(self, device: str) -> None:
+        self.cuda = device.startswith("cuda")
+        self.sync: Callable[[], None] = torch.cuda.synchronize if self.cuda else (lambda: None)
+        self.event = torch.cuda.Event if self.cuda else None
+        self.flush_buffer: torch.Tensor | None = None
+        if self.cuda:
+            l2_bytes = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20))
+            self.flush_buffer = torch.empty(
+                2 * max(l2_bytes, 1 << 20), dtype=torch.uint8, device=device
+            )
+
+    def flush(self) -> None:
+        if self.flush_buffer is not None:
+            self.flush_buffer.zero_()
+            self.sync()
+
+
+def run_batch(
+    problem: Problem, batch: list[Any], timer: Timer, nonce: int, use_events: bool
+) -> dict[str, Any]:
+    """Run the calls back to back; a sample of each output is read right after
+    its call, so the values must exist inside the timed window."""
+    times: list[float] = []
+    event_times: list[float] = []
+    samples: list[list[torch.Tensor]] = []
+    outputs: list[Any] = []
+    error = None
+    positions = sample_positions(nonce, len(batch)).to(problem.device)
+    with _no_grad():
+        for index, args in enumerate(batch):
+            try:
+                if use_events:
+                    timer.flush()
+                    start, end = timer.event(enable_timing=True), timer.event(enable_timing=True)  # type: ignore[misc]
+                    start.record()
+                began = _perf_counter()
+                output = problem.call(args)
+                timer.sync()
+                ended = _perf_counter()
+                if use_events:
+                    end.record()
+                    timer.sync()
+                    event_times.append(start.elapsed_time(end) / 1000.0)
+                times.append(ended - began)
+                samples.append(sample_output(output, positions[index]))
+            except BaseException as exc:  # SystemExit and friends are the submission's too
+                error = describe(exc, "call")
+                error["index"] = index
+                break
+            outputs.append(output)
+    return {
+        "times": times,
+        "event_times": event_times,
+        "error": error,
+        "outputs": outputs,
+        "samples": samples,
+    }
+
+
+def storage_pointers(value: Any) -> set[int]:
+    """Addresses of the storages behind every tensor in an output."""
+    if isinstance(value, torch.Tensor):
+        return {value.untyped_storage().data_ptr()} if value.numel() else set()
+    found: set[int] = set()
+    items = (
+        value.values()
+        if isinstance(value, dict)
+        else value
+        if isinstance(value, tuple | list)
+        else ()
+    )
+    for item in items:
+        found |= storage_pointers(item)
+    return found
+
+
+def profile_device_time(problem: Problem, batch: list[Any], timer: Timer) -> float | None:
+    """Device time per call from the profiler (CUPTI), a second witness on GPUs.
+
+    Runs the batch again without L2 flushes; only on CUDA hosts. Not exercised
+    on CPU-only machines.
+    """
+    if not timer.cuda:
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    with _no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for args in batch:
+            problem.call(args)
+        timer.sync()
+    total_us = sum(event.self_device_time_total for event in prof.key_averages())
+    return total_us / 1e6 / max(len(batch), 1)

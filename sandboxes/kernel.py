@@ -1,0 +1,716 @@
+"""Grading a kernel submission: the trusted grader.
+
+``grade(spec, submission_files, backend=…, limits=…)`` starts two sandboxed
+harness processes, one for the reference and one for the submission, and
+drives both over their channel pipes. The reference process generates every
+input from seeds chosen here (``secrets``) and computes the reference
+outputs; the submission process never sees the seeds, the reference source
+or its outputs. Inputs are forwarded to both, each side runs its batch
+(``prepare`` → ``go`` → ``outputs``), and every output is compared here, in
+this process, with the reference's for the same inputs: correctness trials
+and timed calls alike. The verdict is decided only here, from what this
+process measured and checked; whatever the submission's process reports can
+only make its verdict worse, and its per-call timing counts only as far as
+this process's own clock bears it out.
+
+Timing (see ``kernel_timing``): warm-up, then batches alternating between
+the two sides until the medians are tight or the budget is spent. In
+``wall`` mode (CPU) the figure is each call's wall time from the clock the
+harness captured before the submission was imported (the median call of each
+batch); this process's own wall clock around every batch is the witness: a
+harness clock that accounts for much less than the witness saw, or untimed
+phases that take much longer than the reference's for the same data, are
+integrity violations. The witness alone would be too coarse on a busy host,
+where waking a process can cost milliseconds per batch. ``cuda_events`` (GPU
+hosts) uses CUDA events with an L2 flush and the profiler as a second
+witness; it has not been run on this project's CPU-only machines.
+``interpreter`` (Triton under ``TRITON_INTERPRET=1`` on a CPU host) decides
+correctness; its short timing is never scored.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import hardware as host_hardware
+from .base import GiB, Limits, MiB, RunRequest, RunResult, Sandbox, SandboxError
+from .harness.protocol import (
+    HARNESS_VERSION,
+    ProtocolError,
+    pack_tree,
+    sample_positions,
+    samples_match,
+    unpack_tree,
+)
+from .kernel_compare import Comparison, compare_outputs
+from .kernel_rules import (
+    NEEDS_CUDA_ERRORS,
+    Pair,
+    SideBatch,
+    Stop,
+    check_submission_files,
+    choose_entry,
+    classify_error,
+    float_list,
+    limit_verdict,
+    list_of,
+    uses_cuda_source,
+    uses_triton,
+)
+from .kernel_side import Side, SideFailure, clean_error, clean_text
+from .kernel_timing import Timing
+from .report import GradeReport, TimingResult, TrialResult, Verdict
+from .spec import MIN_TRIALS, GradingSpec, ShapeSet
+
+logger = logging.getLogger(__name__)
+
+HARNESS_DIR = Path(__file__).resolve().parent / "harness"
+HARNESS_MOUNT = "/opt/benchwright"
+WORKDIR = "/workdir"  # not /work: the Python environment may live under /work on the host
+BOOTSTRAP = (
+    f"import sys; sys.path.insert(0, {HARNESS_MOUNT!r}); from harness.main import main; main()"
+)
+INNER_TMP = "/tmp"  # noqa: S108 - the sandbox's own private tmpfs
+LOG_TAIL_BYTES = 8192
+CALL_CHECKS = (
+    "outputs are plain tensors of the reference's dtype, shape and device",
+    "inputs unchanged and guard bands intact after every call",
+    "no stray threads or processes after every batch",
+)
+# glibc: keep freed memory instead of returning it, so each call's allocations
+# do not page-fault anew (see the timing notes); thread counts are pinned too.
+MALLOC_ENV = {
+    "MALLOC_MMAP_THRESHOLD_": "33554432",
+    "MALLOC_TRIM_THRESHOLD_": "4294967296",
+    "MALLOC_TOP_PAD_": "268435456",
+}
+
+
+def grade(
+    spec: GradingSpec,
+    submission_files: Mapping[str, str],
+    *,
+    backend: Sandbox,
+    limits: Limits,
+    hardware: str | None = None,
+    trials: int | None = None,
+    threads: int = 1,
+) -> GradeReport:
+    """Grade one kernel submission; always returns a report, never raises.
+
+    ``hardware`` names this worker's hardware class (``cpu``, ``h100``, …);
+    ``None`` detects it. ``trials`` overrides the spec's (at least 5).
+    ``threads`` pins the thread count of both processes.
+    """
+    started = time.monotonic()
+    grading = _Grading(spec, dict(submission_files), backend, limits, hardware, trials, threads)
+    # Comparisons are many small tensor ops: an OpenMP pool only adds wake-up latency,
+    # and on a busy host a lot of it.
+    torch_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        grading.run()
+    except Exception as exc:  # the grader's own failure: never the submission's fault
+        logger.exception("kernel grading failed")
+        grading.conclude(
+            Verdict.INTERNAL_ERROR, "internal error in the grader", f"{type(exc).__name__}: {exc}"
+        )
+    finally:
+        grading.close()
+        torch.set_num_threads(torch_threads)
+    report = grading.report
+    report.duration_s = time.monotonic() - started
+    report.phases = {name: round(value, 6) for name, value in grading.phases.items()}
+    return report
+
+
+# -- the grading ---------------------------------------------------------------------
+
+
+class _Grading:
+    def __init__(
+        self,
+        spec: GradingSpec,
+        files: dict[str, str],
+        backend: Sandbox,
+        limits: Limits,
+        hardware: str | None,
+        trials: int | None,
+        threads: int,
+    ) -> None:
+        self.spec = spec
+        self.files = files
+        self.backend = backend
+        self.base_limits = limits
+        self.limits = limits
+        self.hardware_name = hardware
+        self.trials = spec.trials if trials is None else trials
+        self.threads = max(1, int(threads))
+        self.report = GradeReport(
+            verdict=Verdict.INTERNAL_ERROR, reason="not graded", harness_version=HARNESS_VERSION
+        )
+        self.phases: dict[str, float] = {}
+        self.ref: Side | None = None
+        self.sub: Side | None = None
+        self.deadline = time.monotonic() + self.limits.wall_time_s
+        self.device = "cpu"
+        self.mode = "wall"
+        self.shapes: list[ShapeSet] = []
+        self.current_shape: ShapeSet | None = None
+        self.has_check = False
+        self.input_bytes: dict[str, int] = {}
+        self.output_bytes_per_call = 0
+        self.baseline = (0, 0)
+        self.concluded = False
+
+    # -- outcome ------------------------------------------------------------------
+
+    def conclude(self, verdict: Verdict, reason: str, notes: str = "") -> None:
+        if self.concluded:
+            return
+        self.concluded = True
+        self.report.verdict = verdict
+        self.report.reason = reason
+        if notes:
+            self.report.operator_notes = notes
+
+    def violation(self, message: str) -> Stop:
+        self.report.integrity.violations.append(message)
+        return Stop(Verdict.INTEGRITY_VIOLATION, message)
+
+    def run(self) -> None:
+        try:
+            if self.trials < MIN_TRIALS:
+                raise ValueError(f"trials must be at least {MIN_TRIALS}")
+            self.limits = self.spec.effective_limits(self.base_limits)
+            self.deadline = time.monotonic() + self.limits.wall_time_s
+            self._static_checks()
+            self._start()
+            self._load()
+            self._correctness()
+            timing = Timing(self).run()
+            self.report.timing = timing
+            self.conclude(Verdict.ACCEPTED, self._accepted_reason(timing))
+        except Stop as stop:
+            self.conclude(stop.verdict, stop.reason, stop.notes)
+        except SideFailure as failure:
+            self._side_failed(failure)
+
+    def _accepted_reason(self, timing: TimingResult | None) -> str:
+        reason = (
+            f"correct on {len(self.shapes)} shape set(s) x {self.trials} trials "
+            f"and {self.report.checked_calls} checked calls"
+        )
+        if timing:
+            note = "significant" if timing.significant else "not significant"
+            if not timing.scored:
+                note = f"{timing.timing_mode} timing, not scored"
+            reason += f"; speedup {timing.speedup:.2f}x ({note})"
+        return reason
+
+    # -- failures of a side -----------------------------------------------------------
+
+    def _side_failed(self, failure: SideFailure) -> None:
+        if failure.role == "reference":
+            error = failure.error
+            text = (
+                f"{error.get('type', '')}: {error.get('message', '')}" if error else failure.message
+            )
+            if any(marker in text for marker in NEEDS_CUDA_ERRORS):
+                self.conclude(Verdict.NEEDS_HARDWARE, "the reference needs a CUDA device", text)
+                return
+            notes = f"{failure.kind}: {failure.message}\n{error.get('traceback', '')}"
+            self.conclude(
+                Verdict.INTERNAL_ERROR, "internal error: the reference process failed", notes
+            )
+            return
+        if failure.kind == "error":
+            self.conclude(*classify_error(failure.error))
+        elif failure.kind == "timeout":
+            self.conclude(
+                Verdict.TIME_LIMIT_EXCEEDED,
+                f"the submission did not answer in time ({failure.message})",
+            )
+        elif failure.kind == "protocol":
+            self.conclude(
+                Verdict.INTEGRITY_VIOLATION,
+                f"the submission process sent a malformed reply ({failure.message})",
+            )
+        else:
+            self.conclude(
+                Verdict.RUNTIME_ERROR,
+                f"the submission process ended unexpectedly ({failure.message})",
+            )
+
+    def close(self) -> None:
+        """Stop both processes, collect logs, and let a limit hit decide the verdict."""
+        for side, phase in ((self.ref, "reference_phase"), (self.sub, "submission_phase")):
+            if side is not None and "imports" in self.phases:
+                self.phases[phase] = side.busy_s
+        if self.ref is not None:
+            self._finish(self.ref)
+        if self.sub is None:
+            return
+        result = self._finish(self.sub)
+        if result is None:
+            return
+        self.report.logs = {"stdout": _tail(result.stdout), "stderr": _tail(result.stderr)}
+        limit = limit_verdict(result)
+        if limit and self.report.verdict not in (Verdict.INTERNAL_ERROR, Verdict.NEEDS_HARDWARE):
+            self.report.verdict, self.report.reason = limit
+        elif (
+            self.report.verdict == Verdict.RUNTIME_ERROR
+            and "ended unexpectedly" in self.report.reason
+        ):
+            self.report.reason += f"; {_exit_status(result)}"
+
+    def _finish(self, side: Side) -> RunResult | None:
+        try:
+            return side.finish(timeout_s=10.0)
+        except (SandboxError, OSError) as exc:
+            logger.warning("finishing the %s sandbox failed: %s", side.role, exc)
+            return None
+
+    # -- static checks and start-up ---------------------------------------------------
+
+    def _static_checks(self) -> None:
+        check_submission_files(self.files)
+        self.entry = choose_entry(self.files)
+        detected = host_hardware.detect()
+        gpu_host = (
+            detected["gpu"] is not None
+            if self.hardware_name is None
+            else self.hardware_name != "cpu"
+        )
+        if gpu_host and detected["gpu"] is None:
+            raise RuntimeError(
+                f"hardware {self.hardware_name!r} was named but this host has no CUDA device"
+            )
+        self.device = "cuda" if gpu_host and self.spec.hardware != "cpu" else "cpu"
+        host_kind = "gpu" if self.device == "cuda" else "cpu"
+        self.report.hardware = {
+            **detected,
+            "name": self.hardware_name or detected["name"],
+            "device": self.device,
+            "sandbox": self.backend.name,
+            "threads": self.threads,
+        }
+        if self.device == "cpu" and (self.spec.language == "cuda" or uses_cuda_source(self.files)):
+            raise Stop(Verdict.NEEDS_HARDWARE, "CUDA source needs a GPU host; this one has none")
+        self.shapes = self.spec.shapes_for(host_kind)
+        if not self.shapes:
+            raise Stop(
+                Verdict.NEEDS_HARDWARE, f"no shape set of this task is marked for {host_kind} hosts"
+            )
+        if self.device == "cuda":
+            self.mode = "cuda_events"
+        elif uses_triton(self.files):
+            self.mode = "interpreter"
+
+    def _env(self) -> dict[str, str]:
+        threads = str(self.threads)
+        env = {
+            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": WORKDIR,
+            "TMPDIR": INNER_TMP,
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": threads,
+            "MKL_NUM_THREADS": threads,
+            "OPENBLAS_NUM_THREADS": threads,
+            "BENCHWRIGHT_THREADS": threads,
+            "MAX_JOBS": threads,
+            "TORCH_EXTENSIONS_DIR": f"{WORKDIR}/.torch_extensions",
+            "TRITON_CACHE_DIR": f"{WORKDIR}/.triton",
+            "TRITON_HOME": WORKDIR,
+            "XDG_CACHE_HOME": f"{WORKDIR}/.cache",
+            "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no pool of compile workers left running
+            **MALLOC_ENV,
+        }
+        if self.mode == "interpreter":
+            env["TRITON_INTERPRET"] = "1"
+        return env
+
+    def _request(self, files: Mapping[str, str]) -> RunRequest:
+        return RunRequest(
+            argv=[sys.executable, "-I", "-B", "-c", BOOTSTRAP],
+            limits=self.limits,
+            files={name: text.encode("utf-8", "surrogatepass") for name, text in files.items()},
+            env=self._env(),
+            ro_binds=[(str(HARNESS_DIR), f"{HARNESS_MOUNT}/harness")],
+            workdir=WORKDIR,
+            gpus=(0,) if self.device == "cuda" else (),
+        )
+
+    def remaining(self, wanted: float) -> float:
+        return max(1.0, min(wanted, self.deadline - time.monotonic()))
+
+    def _start(self) -> None:
+        began = time.monotonic()
+        self.ref = Side.start("reference", self.backend, self._request(self.spec.files))
+        self.sub = Side.start(
+            "submission", self.backend, self._request({**self.spec.shared_files, **self.files})
+        )
+        try:
+            hellos = [
+                side.await_reply("hello", self.remaining(120.0)) for side in (self.ref, self.sub)
+            ]
+        except SideFailure as failure:
+            # Nothing of the submission has run yet: this is the sandbox's or the host's fault.
+            raise RuntimeError(f"a harness did not start: {failure}") from failure
+        for hello in hellos:
+            if hello.header.get("version") != HARNESS_VERSION:
+                raise RuntimeError(
+                    f"harness version {hello.header.get('version')!r} != {HARNESS_VERSION}"
+                )
+        self.report.hardware["harness_torch"] = clean_text(hellos[0].header.get("torch"), 80)
+        self.baseline = self.sub.outside_counts()
+        self.phases["sandbox_start"] = time.monotonic() - began
+
+    def _load(self) -> None:
+        assert self.ref is not None and self.sub is not None
+        began = time.monotonic()
+        for side, entry in ((self.ref, self.spec.reference_path), (self.sub, self.entry)):
+            side.send_command("load", self._load_header(side.role, entry))
+        reference = self.ref.await_reply("load", self.remaining(300.0))
+        submission = self.sub.await_reply("load", self.remaining(self.limits.wall_time_s))
+        self.has_check = reference.header.get("has_check") is True
+        self.phases["imports"] = time.monotonic() - began
+        self.report.integrity.checks.append("originals intact after import")
+        self._check_violations(submission.header.get("violations"), "after importing the solution")
+        self._check_outside("after importing the solution")
+        self.ref.busy_s = self.sub.busy_s = 0.0
+
+    def _load_header(self, role: str, entry: str) -> dict[str, Any]:
+        return {
+            "format": self.spec.format,
+            "device": self.device,
+            "seed_inputs": self.spec.seed_inputs,
+            "role": role,
+            "entry": entry,
+            # Each process's own torch seed, so torch.initial_seed() reveals nothing.
+            "process_seed": secrets.randbits(63),
+        }
+
+    # -- integrity ----------------------------------------------------------------------
+
+    def _check_violations(self, reported: Any, when: str) -> None:
+        if not isinstance(reported, list):
+            raise self.violation(f"the submission process sent a malformed integrity report {when}")
+        if reported:
+            raise self.violation(
+                f"{when}: " + "; ".join(clean_text(item, 300) for item in reported[:5])
+            )
+
+    def _check_outside(self, when: str) -> None:
+        assert self.sub is not None
+        processes, threads = self.sub.outside_counts()
+        if processes > self.baseline[0]:
+            raise self.violation(
+                f"{when}: {processes - self.baseline[0]} stray process(es) still running"
+            )
+        if threads > self.baseline[1]:
+            raise self.violation(
+                f"{when}: {threads - self.baseline[1]} stray thread(s) still running"
+            )
+
+    # -- shapes and batches -------------------------------------------------------------
+
+    def setup(self, shape: ShapeSet) -> None:
+        assert self.ref is not None and self.sub is not None
+        header = {"params": shape.params, "init_seed": secrets.randbits(63)}
+        reference = self.ref.request(
+            "setup", header, timeout_s=self.remaining(300.0), max_bytes=4 * GiB
+        )
+        payload = reference.header.get("payload")
+        built = self.sub.request(
+            "setup",
+            {**header, "init": payload},
+            reference.blobs,
+            timeout_s=self.remaining(self.spec.timing.call_timeout_s * 4),
+        )
+        self._check_violations(built.header.get("violations"), "after building the model")
+        self.current_shape = shape
+        self.output_bytes_per_call = 0
+
+    def run_pair(
+        self,
+        count: int,
+        *,
+        sub_first: bool = False,
+        events: bool = False,
+        estimate_s: float = 0.0,
+        profile: bool = False,
+    ) -> Pair:
+        assert self.ref is not None and self.sub is not None
+        seeds = [secrets.randbits(63) for _ in range(count)]
+        generated = self.ref.request(
+            "generate",
+            {"seeds": seeds},
+            timeout_s=self.remaining(60.0 + count * self.spec.timing.call_timeout_s),
+            max_bytes=8 * GiB,
+        )
+        values = list_of(generated.header.get("values"), count, "inputs")
+        pair = Pair(seeds, secrets.randbits(62), values, generated.blobs)
+        shape_name = self.current_shape.name if self.current_shape else ""
+        self.input_bytes[shape_name] = sum(blob.nbytes for blob in generated.blobs) // max(count, 1)
+        order = ("sub", "ref") if sub_first else ("ref", "sub")
+        for role in order:
+            batch = self._side_batch(
+                self.sub if role == "sub" else self.ref, pair, events, estimate_s, profile
+            )
+            if role == "sub":
+                pair.sub = batch
+            else:
+                pair.ref = batch
+                self.output_bytes_per_call = max(
+                    self.output_bytes_per_call, sum(b.nbytes for b in batch.blobs) // max(count, 1)
+                )
+        return pair
+
+    def _side_batch(
+        self, side: Side, pair: Pair, events: bool, estimate_s: float, profile: bool
+    ) -> SideBatch:
+        count = len(pair.inputs)
+        in_bytes = sum(blob.nbytes for blob in pair.input_blobs)
+        transfer_s = 30.0 + in_bytes / (20 * MiB)
+        prepared = side.request(
+            "prepare",
+            {"values": pair.inputs},
+            pair.input_blobs,
+            timeout_s=self.remaining(transfer_s),
+            max_bytes=MiB,
+        )
+        go_timeout = self.spec.timing.call_timeout_s + 20.0 * count * estimate_s
+        if side.role == "reference":
+            go_timeout = max(go_timeout, 10 * self.spec.timing.call_timeout_s)
+        done = side.request(
+            "go",
+            {"nonce": pair.nonce, "events": events},
+            timeout_s=self.remaining(go_timeout),
+            max_bytes=16 * MiB,
+        )
+        error = done.header.get("error")
+        if error is not None:
+            raise SideFailure(side.role, "error", "a call raised", clean_error(error))
+        device_time = None
+        if profile:
+            profiled = side.request(
+                "profile", {}, timeout_s=self.remaining(go_timeout), max_bytes=MiB
+            )
+            device_time = profiled.header.get("device_time_s")
+        out_cap = (
+            max(16 * MiB, 4 * self.output_bytes_per_call * count) + 16 * MiB
+            if side.role == "submission"
+            else 8 * GiB
+        )
+        try:
+            outputs = side.request(
+                "outputs", {}, timeout_s=self.remaining(transfer_s), max_bytes=out_cap
+            )
+        except SideFailure as failure:
+            if failure.kind == "protocol" and "cap" in failure.message:
+                raise Stop(
+                    Verdict.WRONG_ANSWER, "the outputs are far larger than the reference's"
+                ) from None
+            raise
+        batch = self._parse_batch(side, count, prepared, done, outputs)
+        if isinstance(device_time, int | float) and not isinstance(device_time, bool):
+            batch.device_time_s = float(device_time)
+        return batch
+
+    def _parse_batch(
+        self, side: Side, count: int, prepared: Any, done: Any, outputs: Any
+    ) -> SideBatch:
+        header = outputs.header
+        batch = SideBatch(
+            role=side.role,
+            prepare_s=prepared.elapsed_s,
+            window_s=done.elapsed_s,
+            outputs_s=outputs.elapsed_s,
+            times=float_list(done.header.get("times"), count, "call times"),
+            event_times=[
+                float(x) for x in done.header.get("event_times") or [] if isinstance(x, int | float)
+            ],
+            samples=list_of(header.get("samples"), count, "output samples"),
+            values=list_of(header.get("values"), count, "outputs"),
+            blobs=outputs.blobs,
+            margins=list_of(header.get("margins"), count, "guard reports"),
+            unchanged=list_of(header.get("unchanged"), count, "input reports"),
+            aliased=list_of(header.get("aliased"), count, "alias reports"),
+            views=list_of(header.get("views_of_inputs"), count, "view reports"),
+            violations=[],
+        )
+        if side.role == "submission":
+            self._check_violations(header.get("violations"), "after a batch of calls")
+            self._check_outside("after a batch of calls")
+        return batch
+
+    # -- checking a pair ------------------------------------------------------------------
+
+    def check_pair(self, pair: Pair) -> list[Comparison]:
+        """Check every call of a pair; integrity failures raise, mismatches are returned."""
+        began = time.monotonic()
+        assert pair.ref is not None and pair.sub is not None
+        comparisons, sub_values = [], []
+        for index, aliased in enumerate(pair.sub.aliased):
+            if aliased is True:
+                raise Stop(
+                    Verdict.WRONG_ANSWER,
+                    f"call {index + 1} returned memory shared with an earlier call's output: "
+                    "each call must return its own result",
+                )
+        positions = sample_positions(pair.nonce, pair.sub.calls)
+        for index in range(pair.sub.calls):
+            sub_value, ref_value = self._validated_output(pair, index, positions[index])
+            comparison = compare_outputs(
+                pair.ref.values[index], ref_value, pair.sub.values[index], sub_value,
+                self.spec.tolerance_for, judge_values=not self.has_check,
+            )  # fmt: skip
+            if comparison.integrity:
+                raise self.violation(f"call {index + 1}: {comparison.integrity}")
+            comparisons.append(comparison)
+            sub_values.append(sub_value)
+        if self.has_check:
+            self._apply_reference_checks(pair, sub_values, comparisons)
+        self.report.checked_calls += len(comparisons)
+        self.phases["comparison"] = self.phases.get("comparison", 0.0) + time.monotonic() - began
+        pair.comparisons = comparisons
+        return comparisons
+
+    def require_correct(self, pair: Pair, context: str) -> None:
+        for index, comparison in enumerate(self.check_pair(pair)):
+            if not comparison.ok:
+                raise Stop(
+                    Verdict.WRONG_ANSWER, f"{context}, call {index + 1}: {comparison.message}"
+                )
+
+    def _validated_output(self, pair: Pair, index: int, positions: Any) -> tuple[Any, Any]:
+        assert pair.ref is not None and pair.sub is not None
+        sub, ref = pair.sub, pair.ref
+        try:
+            sub_value = unpack_tree(sub.values[index], sub.blobs)
+            samples = unpack_tree(sub.samples[index], sub.blobs)
+        except ProtocolError as exc:
+            raise self.violation(f"call {index + 1} sent a malformed output ({exc})") from None
+        ref_value = unpack_tree(ref.values[index], ref.blobs)
+        if not samples_match(sub_value, positions, samples):
+            raise self.violation(
+                f"the output of call {index + 1} changed after the call returned "
+                "(work deferred past the timed window)"
+            )
+        if sub.margins[index] is not True:
+            raise Stop(
+                Verdict.WRONG_ANSWER,
+                f"call {index + 1} wrote outside its input tensors "
+                "(the guard bands around them changed)",
+            )
+        if self.spec.format == "kernelbench" and sub.unchanged[index] is not True:
+            raise self.violation(f"call {index + 1} modified its input tensors in place")
+        if sub.views[index] is True and ref.views[index] is not True:
+            # Like a lazy tensor: nothing computed, the cost left to whoever reads it.
+            raise self.violation(
+                f"call {index + 1} returned a view of its input where the reference returns "
+                "new memory: no work was done"
+            )
+        return sub_value, ref_value
+
+    def _apply_reference_checks(
+        self, pair: Pair, sub_values: list[Any], comparisons: list[Comparison]
+    ) -> None:
+        """GPU MODE: the task's own check_implementation, run in the reference process
+        on outputs already validated (and re-packed) here."""
+        assert self.ref is not None
+        blobs: list[Any] = list(pair.input_blobs)
+        packed: list[memoryview] = []
+        outputs = [_shift_blobs(pack_tree(value, packed), len(blobs)) for value in sub_values]
+        blobs.extend(packed)
+        header = {"inputs": pair.inputs, "outputs": outputs}
+        timeout = self.remaining(120.0 + 10 * self.spec.timing.call_timeout_s)
+        try:
+            reply = self.ref.request("check", header, blobs, timeout_s=timeout, max_bytes=16 * MiB)
+        except SideFailure as failure:
+            if failure.kind != "error":
+                raise
+            for comparison in comparisons:
+                comparison.fail(
+                    f"the task's check_implementation raised on this output: {failure.message}"
+                )
+            return
+        results = reply.header.get("results")
+        if not isinstance(results, list) or len(results) != len(comparisons):
+            raise RuntimeError("the reference process sent malformed check results")
+        for comparison, (ok, message) in zip(comparisons, results, strict=True):
+            if comparison.ok and not ok:
+                text = clean_text(message, 1000)
+                comparison.fail(f"the task's check_implementation rejects the output: {text}")
+
+    # -- correctness ---------------------------------------------------------------------
+
+    def _correctness(self) -> None:
+        for shape in self.shapes:
+            self.setup(shape)
+            for trial in range(self.trials):
+                pair = self.run_pair(1)
+                comparison = self.check_pair(pair)[0]
+                self._record_trial(shape, trial, pair, comparison)
+                if not comparison.ok:
+                    raise Stop(
+                        Verdict.WRONG_ANSWER,
+                        f"shape set {shape.name!r}, trial {trial + 1}: {comparison.message}",
+                    )
+        self.report.integrity.checks.extend(CALL_CHECKS)
+
+    def _record_trial(
+        self, shape: ShapeSet, trial: int, pair: Pair, comparison: Comparison
+    ) -> None:
+        self.report.correctness.append(
+            TrialResult(
+                shape=shape.name,
+                trial=trial + 1,
+                ok=comparison.ok,
+                seed=f"{pair.seeds[0]:x}",
+                max_abs_error=comparison.max_abs_error,
+                max_rel_error=comparison.max_rel_error,
+                shapes=comparison.shapes,
+                dtypes=comparison.dtypes,
+                message=comparison.message,
+            )
+        )
+
+    def timing_shape(self) -> ShapeSet:
+        wanted = self.spec.timing.shape
+        for shape in self.shapes:
+            if shape.name == wanted:
+                return shape
+        return max(self.shapes, key=lambda shape: self.input_bytes.get(shape.name, 0))
+
+
+def _shift_blobs(node: Any, offset: int) -> Any:
+    if isinstance(node, dict):
+        shifted = {key: _shift_blobs(value, offset) for key, value in node.items()}
+        if node.get("k") == "tensor" and isinstance(node.get("blob"), int):
+            shifted["blob"] = node["blob"] + offset
+        return shifted
+    if isinstance(node, list):
+        return [_shift_blobs(item, offset) for item in node]
+    return node
+
+
+def _tail(data: bytes) -> str:
+    text = data[-LOG_TAIL_BYTES:].decode("utf-8", "replace")
+    return text if len(data) <= LOG_TAIL_BYTES else "…" + text
+
+
+def _exit_status(result: RunResult) -> str:
+    if result.signal is not None:
+        return f"killed by signal {result.signal}"
+    return f"exit code {result.exit_code}"

@@ -1,0 +1,193 @@
+"""Comparing a submission's output with the reference's, in the trusted process.
+
+Both outputs arrive as packed trees (with the harness's note of each
+tensor's class and device) plus the tensors rebuilt from raw bytes. An
+output passes when it has the reference's structure, every tensor is a plain
+``torch.Tensor`` of the reference's dtype, shape and device, and
+``|out - ref| <= atol + rtol * |ref|`` holds everywhere, NaN and infinities
+matching exactly. Contiguity does not matter: values travel contiguous.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .spec import Tolerance
+
+PLAIN_TENSOR = "torch.Tensor"
+
+
+@dataclass
+class Comparison:
+    ok: bool = True
+    message: str = ""
+    integrity: str = ""  # set when the output breaks a rule meant to stop gaming
+    max_abs_error: float | None = 0.0
+    max_rel_error: float | None = 0.0
+    shapes: list[list[int]] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    judge_values: bool = True
+
+    def fail(self, message: str) -> None:
+        if self.ok:
+            self.ok, self.message = False, message
+
+    def violate(self, message: str) -> None:
+        self.fail(message)
+        if not self.integrity:
+            self.integrity = message
+
+    def note_errors(self, abs_error: float, rel_error: float) -> None:
+        for name, value in (("max_abs_error", abs_error), ("max_rel_error", rel_error)):
+            current = getattr(self, name)
+            if current is not None:
+                setattr(self, name, None if not math.isfinite(value) else max(current, value))
+
+
+ToleranceFor = Callable[[str], Tolerance]
+
+
+def compare_outputs(
+    ref_node: dict[str, Any],
+    ref_value: Any,
+    sub_node: Any,
+    sub_value: Any,
+    tolerance_for: ToleranceFor,
+    *,
+    judge_values: bool = True,
+) -> Comparison:
+    """Structure, types, dtypes, shapes and devices always; values against the
+    tolerances only when ``judge_values`` (a task's own check may decide them)."""
+    result = Comparison(judge_values=judge_values)
+    _walk("output", ref_node, ref_value, sub_node, sub_value, tolerance_for, result)
+    return result
+
+
+def _kind(node: Any) -> str:
+    kind = node.get("k") if isinstance(node, dict) else None
+    return "sequence" if kind in ("list", "tuple") else str(kind)
+
+
+def _describe(node: Any) -> str:
+    kind = node.get("k") if isinstance(node, dict) else None
+    if kind == "tensor":
+        return f"a {node.get('dtype')} tensor"
+    return {"list": "a list", "tuple": "a tuple", "dict": "a dict", "none": "None"}.get(
+        str(kind), f"a {kind}"
+    )
+
+
+def _walk(
+    path: str,
+    ref_node: Any,
+    ref: Any,
+    sub_node: Any,
+    sub: Any,
+    tolerance_for: ToleranceFor,
+    result: Comparison,
+) -> None:
+    if _kind(ref_node) != _kind(sub_node):
+        result.fail(f"{path} is {_describe(sub_node)}, the reference returns {_describe(ref_node)}")
+        return
+    kind = _kind(ref_node)
+    if kind == "tensor":
+        _compare_tensor(path, ref_node, ref, sub_node, sub, tolerance_for, result)
+    elif kind == "sequence":
+        if len(ref) != len(sub):
+            result.fail(f"{path} has {len(sub)} items, the reference returns {len(ref)}")
+            return
+        for index, (r_node, s_node) in enumerate(
+            zip(ref_node["items"], sub_node["items"], strict=True)
+        ):
+            _walk(f"{path}[{index}]", r_node, ref[index], s_node, sub[index], tolerance_for, result)
+    elif kind == "dict":
+        if list(ref) != list(sub):
+            result.fail(f"{path} has keys {list(sub)!r}, the reference has {list(ref)!r}")
+            return
+        for (_, r_node), (_, s_node), key in zip(
+            ref_node["items"], sub_node["items"], ref, strict=True
+        ):
+            _walk(f"{path}[{key!r}]", r_node, ref[key], s_node, sub[key], tolerance_for, result)
+    elif result.judge_values and not _scalars_match(ref, sub, tolerance_for("float64")):
+        result.fail(f"{path} is {sub!r}, the reference returns {ref!r}")
+
+
+def _scalars_match(ref: Any, sub: Any, tolerance: Tolerance) -> bool:
+    if isinstance(ref, float) and isinstance(sub, float | int) and not isinstance(sub, bool):
+        if math.isnan(ref) or math.isnan(sub):
+            return math.isnan(ref) and math.isnan(sub)
+        return ref == sub or abs(sub - ref) <= tolerance.atol + tolerance.rtol * abs(ref)
+    return type(ref) is type(sub) and ref == sub
+
+
+def _compare_tensor(
+    path: str,
+    ref_node: dict[str, Any],
+    ref: torch.Tensor,
+    sub_node: dict[str, Any],
+    sub: torch.Tensor,
+    tolerance_for: ToleranceFor,
+    result: Comparison,
+) -> None:
+    result.shapes.append(list(sub.shape))
+    result.dtypes.append(str(sub_node.get("dtype")))
+    if sub_node.get("cls") != PLAIN_TENSOR:
+        result.violate(f"{path} is a {sub_node.get('cls')}, not a plain torch.Tensor")
+        return
+    if sub.dtype != ref.dtype:
+        result.fail(
+            f"{path} has dtype {sub_node.get('dtype')}, the reference's is {ref_node.get('dtype')}"
+        )
+        return
+    if tuple(sub.shape) != tuple(ref.shape):
+        result.fail(f"{path} has shape {list(sub.shape)}, the reference's is {list(ref.shape)}")
+        return
+    if sub_node.get("device") != ref_node.get("device"):
+        result.fail(
+            f"{path} is on {sub_node.get('device')}, the reference's is on {ref_node.get('device')}"
+        )
+        return
+    tolerance = tolerance_for(str(ref_node.get("dtype")))
+    abs_error, rel_error, bad = _errors(ref, sub, tolerance)
+    result.note_errors(abs_error, rel_error)
+    if bad and result.judge_values:
+        result.fail(
+            f"{path} differs from the reference at {bad} of {ref.numel()} elements "
+            f"(max abs error {abs_error:.3g}, max rel error {rel_error:.3g}; "
+            f"tolerance atol={tolerance.atol:g}, rtol={tolerance.rtol:g})"
+        )
+
+
+def _errors(ref: torch.Tensor, sub: torch.Tensor, tolerance: Tolerance) -> tuple[float, float, int]:
+    """(max abs error, max rel error, elements out of tolerance)."""
+    if ref.numel() == 0 or torch.equal(ref, sub):
+        return 0.0, 0.0, 0
+    if not (ref.dtype.is_floating_point or ref.dtype.is_complex):
+        diff = (sub.to(torch.float64) - ref.to(torch.float64)).abs()
+        bad = int((sub != ref).sum())
+        return float(diff.max()), _max_rel(diff, ref.to(torch.float64).abs()), bad
+    wide = torch.complex128 if ref.dtype.is_complex else torch.float64
+    r, s = ref.to(wide), sub.to(wide)
+    r_nan, s_nan = torch.isnan(r), torch.isnan(s)
+    infinite = torch.isinf(r) | torch.isinf(s)
+    special_bad = (r_nan != s_nan) | (infinite & ~(r_nan | s_nan) & (r != s))
+    finite = ~(r_nan | s_nan | infinite)
+    diff = torch.where(finite, (s - r).abs(), torch.zeros((), dtype=torch.float64))
+    magnitude = r.abs()
+    out_of_tolerance = finite & (diff > tolerance.atol + tolerance.rtol * magnitude)
+    bad = int((special_bad | out_of_tolerance).sum())
+    abs_error = float(diff.max())
+    if bool(special_bad.any()):
+        abs_error = math.inf
+    return abs_error, _max_rel(diff, magnitude), bad
+
+
+def _max_rel(diff: torch.Tensor, magnitude: torch.Tensor) -> float:
+    """Over the elements where the reference is not zero (elsewhere only atol applies)."""
+    nonzero = magnitude > 0
+    return float((diff[nonzero] / magnitude[nonzero]).max()) if bool(nonzero.any()) else 0.0

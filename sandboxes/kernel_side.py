@@ -1,0 +1,202 @@
+"""The trusted end of one harness process: framed requests with deadlines.
+
+Every reply is read with a size cap and a deadline, checked for the right
+``op`` and ``seq``, and decoded without unpickling. A watchdog kills the
+sandbox if a request outlives its deadline, so a process that stops reading
+its command pipe cannot hang the grader. ``elapsed_s`` of a reply is the
+trusted wall time from just before the command was sent to the moment the
+whole reply had arrived: the outside witness of a batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .base import RunRequest, RunResult, Sandbox, SandboxError, SandboxProcess
+from .harness.protocol import ProtocolError, decode_frame, encode_frame, frame_length
+
+MiB = 1024 * 1024
+DEFAULT_REPLY_CAP = 64 * MiB
+TEXT_CAP = 6000
+
+
+class SideFailure(Exception):
+    """A harness process did not answer as it should.
+
+    ``kind``: ``gone`` (it exited or closed its channel), ``timeout``,
+    ``protocol`` (a malformed, oversized or out-of-order reply) or ``error``
+    (it answered with an exception raised by the problem code, in ``error``).
+    """
+
+    def __init__(
+        self, role: str, kind: str, message: str, error: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(f"{role}: {message}")
+        self.role = role
+        self.kind = kind
+        self.message = message
+        self.error = error or {}
+
+
+@dataclass
+class Reply:
+    header: dict[str, Any]
+    blobs: list[memoryview]
+    elapsed_s: float
+
+
+def clean_text(value: Any, cap: int = TEXT_CAP) -> str:
+    """A hostile value made into a bounded, printable string."""
+    text = value if isinstance(value, str) else repr(value)
+    text = "".join(ch if ch.isprintable() or ch in "\n\t" else "?" for ch in text[: cap * 2])
+    return text if len(text) <= cap else text[: cap // 2] + "\n…\n" + text[-cap // 2 :]
+
+
+def clean_error(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {"where": "?", "type": "?", "message": clean_text(value), "traceback": ""}
+    return {
+        key: clean_text(value.get(key, ""), cap)
+        for key, cap in (
+            ("where", 40),
+            ("type", 200),
+            ("message", TEXT_CAP),
+            ("traceback", TEXT_CAP),
+        )
+    }
+
+
+class Side:
+    def __init__(self, role: str, process: SandboxProcess) -> None:
+        self.role = role
+        self.process = process
+        self.buffer = bytearray()
+        self.seq = 0
+        self.busy_s = 0.0
+        self.killed_by_watchdog = False
+        self.result: RunResult | None = None
+
+    @classmethod
+    def start(cls, role: str, backend: Sandbox, request: RunRequest) -> Side:
+        return cls(role, backend.start(request))
+
+    # -- requests ---------------------------------------------------------------
+
+    def send_command(
+        self, op: str, header: dict[str, Any] | None = None, blobs: list[Any] | None = None
+    ) -> None:
+        self.seq += 1
+        parts = encode_frame({**(header or {}), "op": op, "seq": self.seq}, blobs or [])
+        # The header and small blobs go as one write; large blobs as they are, uncopied.
+        small = b"".join(bytes(part) for part in parts[:2])
+        try:
+            for part in [small, *parts[2:]]:
+                self.process.send(part)
+        except (OSError, ValueError) as exc:
+            raise SideFailure(self.role, "gone", f"its command pipe is closed ({exc})") from exc
+
+    def await_reply(self, op: str, timeout_s: float, max_bytes: int = DEFAULT_REPLY_CAP) -> Reply:
+        started = time.perf_counter()
+        header, blobs = self._read_message(time.monotonic() + timeout_s, max_bytes, op)
+        if header.get("op") != op or header.get("seq") != self.seq:
+            raise SideFailure(
+                self.role, "protocol", f"reply out of order (expected {op} #{self.seq})"
+            )
+        if header.get("ok") is not True:
+            error = clean_error(header.get("error"))
+            raise SideFailure(self.role, "error", error["message"], error)
+        return Reply(header, blobs, time.perf_counter() - started)
+
+    def request(
+        self,
+        op: str,
+        header: dict[str, Any] | None = None,
+        blobs: list[Any] | None = None,
+        *,
+        timeout_s: float,
+        max_bytes: int = DEFAULT_REPLY_CAP,
+    ) -> Reply:
+        """Send one command and wait for its reply; the watchdog covers a blocked send."""
+        watchdog = threading.Timer(timeout_s + 2.0, self._expire)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            started = time.perf_counter()
+            self.send_command(op, header, blobs)
+            reply = self.await_reply(op, timeout_s, max_bytes)
+            reply.elapsed_s = time.perf_counter() - started
+        finally:
+            watchdog.cancel()
+        self.busy_s += reply.elapsed_s
+        return reply
+
+    def _expire(self) -> None:
+        self.killed_by_watchdog = True
+        self.kill()
+
+    def _read_message(
+        self, deadline: float, max_bytes: int, op: str
+    ) -> tuple[dict[str, Any], list[memoryview]]:
+        total: int | None = None
+        while True:
+            if total is None and len(self.buffer) >= 12:
+                try:
+                    total = frame_length(self.buffer)
+                except ProtocolError as exc:
+                    raise SideFailure(self.role, "protocol", str(exc)) from exc
+                if total > max_bytes:
+                    raise SideFailure(
+                        self.role, "protocol", f"reply of {total} bytes is over the {max_bytes} cap"
+                    )
+            if total is not None and len(self.buffer) >= 8 + total:
+                return self._split(8 + total)
+            self._receive(deadline, op)
+
+    def _receive(self, deadline: float, op: str) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or self.killed_by_watchdog:
+            self.kill()
+            raise SideFailure(self.role, "timeout", f"no reply to {op} in time")
+        try:
+            chunk = self.process.recv(min(remaining, 1.0))
+        except (OSError, ValueError) as exc:
+            raise SideFailure(self.role, "gone", f"its reply pipe failed ({exc})") from exc
+        if chunk == b"":
+            if self.killed_by_watchdog:
+                raise SideFailure(self.role, "timeout", f"no reply to {op} in time")
+            raise SideFailure(self.role, "gone", f"it ended before answering {op}")
+        if chunk:
+            self.buffer += chunk
+
+    def _split(self, needed: int) -> tuple[dict[str, Any], list[memoryview]]:
+        if len(self.buffer) == needed:
+            frame, self.buffer = self.buffer, bytearray()
+        else:
+            frame = self.buffer[:needed]
+            del self.buffer[:needed]
+        try:
+            return decode_frame(memoryview(frame)[8:])
+        except ProtocolError as exc:
+            raise SideFailure(self.role, "protocol", str(exc)) from exc
+
+    # -- the process ------------------------------------------------------------
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError, SandboxError):
+            self.process.kill()
+
+    def finish(self, timeout_s: float = 10.0) -> RunResult:
+        """Tell the harness to stop, wait, and collect what the sandbox saw."""
+        if self.result is None:
+            with contextlib.suppress(SideFailure):
+                self.send_command("bye")
+            self.result = self.process.finish(timeout_s)
+        return self.result
+
+    def outside_counts(self) -> tuple[int, int]:
+        """(processes, threads) inside the sandbox, read from outside."""
+        return len(self.process.host_pids()), self.process.thread_count()

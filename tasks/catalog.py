@@ -1,0 +1,146 @@
+"""Checking bundles on this host, without the database or the queue.
+
+A bundle is valid when its expert solution is accepted and every negative
+example gets the verdict it names. ``check_bundles`` grades them all with the
+real sandbox and grader, several at a time, and ``format_table`` prints the
+report ``manage.py validate_tasks`` shows.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import posixpath
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .bundle import Bundle, BundleInvalid, load_bundle
+
+ACCEPTED = "accepted"
+
+
+@dataclass
+class FileCheck:
+    path: str
+    role: str
+    expected: str
+    verdict: str = ""
+    speedup: float | None = None
+    timing_mode: str | None = None
+    reason: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == self.expected
+
+
+@dataclass
+class BundleCheck:
+    name: str
+    slug: str = ""
+    hardware: str = ""
+    error: str = ""  # the bundle itself is malformed
+    files: list[FileCheck] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.error and bool(self.files) and all(f.passed for f in self.files)
+
+    @property
+    def solution(self) -> FileCheck | None:
+        return next((f for f in self.files if f.role == "solution"), None)
+
+
+def _candidates(bundle: Bundle) -> list[FileCheck]:
+    return [
+        FileCheck(f.path, f.role, ACCEPTED if f.role == "solution" else f.expected_verdict)
+        for f in sorted(bundle.files, key=lambda f: (f.role != "solution", f.path))
+        if f.role in ("solution", "negative")
+    ]
+
+
+def _grade_one(args: tuple[str, str, str | None]) -> FileCheck:
+    """Grade one candidate file of one bundle (runs in a worker process)."""
+    folder, path, hardware = args
+    from sandboxes import get_backend
+    from sandboxes.base import Limits
+    from sandboxes.kernel import grade
+    from sandboxes.spec import GradingSpec
+
+    bundle = load_bundle(folder)
+    check = next(c for c in _candidates(bundle) if c.path == path)
+    spec = GradingSpec.from_manifest(bundle.manifest, {f.path: f.text for f in bundle.files})
+    text = next(f.text for f in bundle.files if f.path == path)
+    report = grade(
+        spec,
+        {posixpath.basename(path): text},
+        backend=get_backend("bwrap"),
+        limits=Limits(),
+        hardware=hardware,
+    )
+    check.verdict = report.verdict.value
+    check.speedup = report.speedup
+    check.timing_mode = report.timing_mode
+    check.reason = report.reason
+    check.duration_s = report.duration_s
+    return check
+
+
+def check_bundles(
+    folders: list[Path], *, jobs: int = 1, hardware: str | None = None
+) -> list[BundleCheck]:
+    """Grade every solution and negative of every bundle; ``jobs`` gradings at a time."""
+    checks: list[BundleCheck] = []
+    work: list[tuple[str, str, str | None]] = []
+    for folder in folders:
+        check = BundleCheck(name=folder.name)
+        checks.append(check)
+        try:
+            bundle = load_bundle(folder)
+        except BundleInvalid as error:
+            check.error = str(error)
+            continue
+        check.slug, check.hardware = bundle.slug, bundle.hardware
+        check.files = _candidates(bundle)
+        work.extend((str(folder), f.path, hardware) for f in check.files)
+    context = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
+        results = list(pool.map(_grade_one, work))
+    by_key = {(folder, r.path): r for (folder, _, _), r in zip(work, results, strict=True)}
+    for folder, check in zip(folders, checks, strict=True):
+        check.files = [by_key.get((str(folder), f.path), f) for f in check.files]
+    return checks
+
+
+def format_table(checks: list[BundleCheck]) -> str:
+    """task | solution verdict | speedup | timing mode | each negative: verdict vs expected."""
+    rows = [("task", "solution", "speedup", "timing", "negatives (got / expected)", "ok")]
+    for check in checks:
+        if check.error:
+            rows.append((check.name, "invalid bundle", "", "", check.error.splitlines()[0], "FAIL"))
+            continue
+        solution = check.solution
+        negatives = ", ".join(
+            f"{posixpath.basename(f.path)}: {f.verdict}"
+            + ("" if f.passed else f" (expected {f.expected})")
+            for f in check.files
+            if f.role == "negative"
+        )
+        rows.append(
+            (
+                check.slug,
+                solution.verdict if solution else "(no solution)",
+                f"{solution.speedup:.2f}x" if solution and solution.speedup else "-",
+                (solution.timing_mode or "-") if solution else "-",
+                negatives or "(none)",
+                "ok" if check.passed else "FAIL",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)

@@ -1,0 +1,330 @@
+"""Kernel grading end to end in the real bubblewrap sandbox: the report, both
+problem formats, failures that are the platform's and not the submission's,
+and the ``grade`` command. The GPU timing path (CUDA events, L2 flush,
+profiler witness) exists in the harness but cannot run on this CPU-only host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from sandboxes import get_backend, hardware
+from sandboxes.base import Limits, RunResult, Sandbox
+from sandboxes.bwrap import BwrapSandbox
+from sandboxes.harness.protocol import HARNESS_VERSION
+from sandboxes.kernel import classify_error, grade, limit_verdict
+from sandboxes.kernel_cli import grade_paths, render
+from sandboxes.report import GradeReport, Verdict
+from sandboxes.spec import GradingSpec, ShapeSet, TimingSettings
+from sandboxes.unsandboxed import Unsandboxed
+
+EXPLOITS = Path(__file__).parent / "exploits"
+ADD_RELU = EXPLOITS / "problems" / "addrelu"
+HONEST = (EXPLOITS / "honest_pytorch.py").read_text()
+QUICK = TimingSettings(warmup=1, min_batches=2, max_batches=3, budget_s=0.5, call_timeout_s=5.0)
+
+LINEAR_REFERENCE = """
+import torch
+import torch.nn as nn
+
+batch = 4
+features = 32
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.proj = nn.Linear(features, features)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x))
+
+def get_inputs():
+    return [torch.randn(batch, features)]
+
+def get_init_inputs():
+    return [features]
+"""
+
+GPUMODE_REFERENCE = """
+import torch
+
+def generate_input(size: int = 257, seed: int = 0):
+    return (torch.randn(size, generator=torch.Generator().manual_seed(seed)),)
+
+def ref_kernel(data):
+    return torch.tanh(data[0])
+"""
+
+
+@pytest.fixture(scope="module")
+def backend() -> Sandbox:
+    sandbox = get_backend("bwrap")
+    sandbox.check()
+    return sandbox
+
+
+@pytest.fixture(scope="module")
+def add_relu() -> GradingSpec:
+    return GradingSpec.from_bundle_dir(ADD_RELU)
+
+
+@pytest.fixture(scope="module")
+def accepted(backend: Sandbox, add_relu: GradingSpec) -> GradeReport:
+    return grade(add_relu, {"solution.py": HONEST}, backend=backend, limits=Limits())
+
+
+def bare_spec(tmp_path: Path, name: str, source: str) -> GradingSpec:
+    path = tmp_path / name
+    path.write_text(source)
+    return dataclasses.replace(GradingSpec.from_problem_file(path), timing=QUICK)
+
+
+def test_report_of_an_accepted_submission(accepted: GradeReport) -> None:
+    assert accepted.verdict == Verdict.ACCEPTED, accepted.reason
+    assert [t.shape for t in accepted.correctness] == ["small"] * 5 + ["ragged"] * 5 + [
+        "timing"
+    ] * 5
+    assert all(t.ok and t.max_abs_error == 0.0 for t in accepted.correctness)
+    assert accepted.correctness[5].shapes == [[3, 1031]] and accepted.correctness[5].dtypes == [
+        "float32"
+    ]
+    assert len({t.seed for t in accepted.correctness}) == 15  # fresh secret seeds for every trial
+    # Timed calls were compared too, not only the correctness trials.
+    timing = accepted.timing
+    assert timing is not None
+    assert timing.timing_mode == "wall" and timing.scored and timing.shape == "timing"
+    assert timing.speedup == pytest.approx(timing.reference.median_s / timing.submission.median_s)
+    assert timing.reference.count == timing.submission.count >= 3  # interleaved batch for batch
+    assert accepted.checked_calls >= 15 + timing.submission.calls
+    assert timing.reference.ci_low_s <= timing.reference.median_s <= timing.reference.ci_high_s
+    assert accepted.integrity.clean and len(accepted.integrity.checks) >= 5
+    assert accepted.harness_version == HARNESS_VERSION
+    assert {"torch", "triton", "python", "cpu_model", "sandbox"} <= set(accepted.hardware)
+    assert accepted.hardware["sandbox"] == "bwrap"
+    phases = {"sandbox_start", "imports", "reference_phase", "submission_phase", "comparison"}
+    assert phases <= set(accepted.phases)
+    assert accepted.duration_s >= sum(
+        accepted.phases[name] for name in ("sandbox_start", "imports")
+    )
+
+
+def test_report_survives_json(accepted: GradeReport) -> None:
+    data = json.loads(json.dumps(accepted.to_dict()))
+    assert data["verdict"] == "accepted" and data["speedup"] == accepted.speedup
+    assert data["timing_mode"] == "wall"
+    assert GradeReport.from_dict(data) == accepted
+    assert "operator_notes" not in accepted.public_dict()
+
+
+SOLUTION_LINEAR = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        torch.randn(7)  # draws from the shared seed first: its init differs from the reference's
+        self.proj = nn.Linear(features, features)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x))
+"""
+
+
+def test_reference_weights_are_copied_into_the_solution(backend: Sandbox, tmp_path: Path) -> None:
+    spec = bare_spec(tmp_path, "linear.py", LINEAR_REFERENCE)
+    report = grade(spec, {"solution.py": SOLUTION_LINEAR}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.ACCEPTED, report.reason
+    # Copied by name: under another name the weights stay the solution's own.
+    renamed = SOLUTION_LINEAR.replace("self.proj", "self.other")
+    report = grade(spec, {"solution.py": renamed}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.WRONG_ANSWER
+    assert "differs from the reference" in report.reason
+
+
+def test_gpumode_without_its_own_check_uses_the_tolerances(
+    backend: Sandbox, tmp_path: Path
+) -> None:
+    spec = bare_spec(tmp_path, "reference.py", GPUMODE_REFERENCE)
+    good = "import torch\n\ndef custom_kernel(data):\n    return torch.tanh(data[0])\n"
+    report = grade(spec, {"tanh.py": good}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.ACCEPTED, report.reason
+    rough = "import torch\n\ndef custom_kernel(data):\n    return torch.clamp(data[0], -1, 1)\n"
+    report = grade(spec, {"solution.py": rough}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.WRONG_ANSWER
+    assert "differs from the reference" in report.reason
+    assert (
+        report.correctness[0].max_abs_error is not None
+        and report.correctness[0].max_abs_error > 0.01
+    )
+
+
+def test_a_broken_reference_is_an_internal_error(backend: Sandbox, tmp_path: Path) -> None:
+    spec = bare_spec(
+        tmp_path,
+        "broken.py",
+        LINEAR_REFERENCE.replace("return [torch.randn", "return [1 / 0, torch.randn"),
+    )
+    report = grade(spec, {"solution.py": SOLUTION_LINEAR}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.INTERNAL_ERROR
+    assert report.reason == "internal error: the reference process failed"
+    # The details may quote hidden files: for operators only.
+    assert "ZeroDivisionError" in report.operator_notes
+    assert "operator_notes" not in report.public_dict()
+
+
+def test_a_sandbox_without_python_is_an_internal_error(add_relu: GradingSpec) -> None:
+    report = grade(
+        add_relu, {"solution.py": HONEST}, backend=BwrapSandbox(python_prefixes=[]), limits=Limits()
+    )
+    assert report.verdict == Verdict.INTERNAL_ERROR
+
+
+def test_cuda_needs_a_gpu_host_and_nothing_runs_here(add_relu: GradingSpec) -> None:
+    spec = dataclasses.replace(add_relu, language="cuda")
+    report = grade(
+        spec, {"solution.py": HONEST}, backend=get_backend("bwrap"), limits=Limits(), hardware="cpu"
+    )
+    assert report.verdict == Verdict.NEEDS_HARDWARE
+    assert "sandbox_start" not in report.phases
+
+
+def test_no_shape_set_for_this_kind_of_host_needs_hardware(add_relu: GradingSpec) -> None:
+    spec = dataclasses.replace(add_relu, shapes=[ShapeSet("h100-sized", {"rows": 8192}, ("gpu",))])
+    report = grade(spec, {"solution.py": HONEST}, backend=get_backend("bwrap"), limits=Limits())
+    assert report.verdict == Verdict.NEEDS_HARDWARE
+    assert "no shape set of this task is marked for cpu hosts" in report.reason
+
+
+def test_fewer_than_five_trials_are_refused(add_relu: GradingSpec) -> None:
+    report = grade(
+        add_relu, {"solution.py": HONEST}, backend=get_backend("bwrap"), limits=Limits(), trials=2
+    )
+    assert report.verdict == Verdict.INTERNAL_ERROR
+    assert "trials must be at least 5" in report.operator_notes
+
+
+@pytest.mark.parametrize(
+    ("files", "reason"),
+    [
+        ({"a.py": HONEST, "b.py": HONEST}, "no solution.py among the submitted files (a.py, b.py)"),
+        ({"solution.py": HONEST, "../escape.py": ""}, "invalid file name '../escape.py'"),
+        ({"solution.py": "x" * (5 * 1024 * 1024)}, "at most"),
+    ],
+)
+def test_malformed_submissions_get_a_runtime_error(
+    add_relu: GradingSpec, files: dict[str, str], reason: str
+) -> None:
+    report = grade(add_relu, files, backend=get_backend("bwrap"), limits=Limits())
+    assert report.verdict == Verdict.RUNTIME_ERROR
+    assert reason in report.reason
+
+
+def test_a_single_python_file_is_the_entry_whatever_its_name(
+    backend: Sandbox, add_relu: GradingSpec
+) -> None:
+    report = grade(add_relu, {"kernel.py": "X = 1\n"}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.RUNTIME_ERROR
+    assert report.reason == "the solution does not define ModelNew"
+
+
+def test_unsandboxed_backend_is_opt_in_and_never_selectable() -> None:
+    with pytest.raises(ValueError, match="allow_unsafe=True"):
+        Unsandboxed()
+    with pytest.raises(ValueError, match="unknown sandbox backend"):
+        get_backend("unsandboxed")
+
+
+def test_unsandboxed_backend_runs_the_same_harness(add_relu: GradingSpec) -> None:
+    spec = dataclasses.replace(add_relu, timing=QUICK)
+    report = grade(
+        spec, {"solution.py": HONEST}, backend=Unsandboxed(allow_unsafe=True), limits=Limits()
+    )
+    assert report.verdict == Verdict.ACCEPTED, report.reason
+    assert report.hardware["sandbox"] == "unsandboxed"
+
+
+def test_error_classification() -> None:
+    assert (
+        classify_error({"where": "import", "type": "SyntaxError", "message": "bad"})[0]
+        == Verdict.COMPILE_ERROR
+    )
+    build = {"where": "import", "type": "RuntimeError", "message": "Error building extension 'x'"}
+    assert classify_error(build)[0] == Verdict.COMPILE_ERROR
+    assert (
+        classify_error({"where": "call", "type": "MemoryError", "message": ""})[0]
+        == Verdict.MEMORY_LIMIT_EXCEEDED
+    )
+    no_gpu = {
+        "where": "call",
+        "type": "AssertionError",
+        "message": "Torch not compiled with CUDA enabled",
+    }
+    assert classify_error(no_gpu)[0] == Verdict.NEEDS_HARDWARE
+    assert classify_error({"where": "call", "type": "ValueError", "message": "x"}) == (
+        Verdict.RUNTIME_ERROR,
+        "a call raised ValueError: x",
+    )
+
+
+@pytest.mark.parametrize(
+    ("limit", "verdict"),
+    [
+        ("wall_time", Verdict.TIME_LIMIT_EXCEEDED),
+        ("cpu_time", Verdict.TIME_LIMIT_EXCEEDED),
+        ("memory", Verdict.MEMORY_LIMIT_EXCEEDED),
+        ("output", Verdict.OUTPUT_LIMIT_EXCEEDED),
+        ("file_size", Verdict.OUTPUT_LIMIT_EXCEEDED),
+        ("processes", Verdict.RUNTIME_ERROR),
+    ],
+)
+def test_limits_map_to_verdicts(limit: str, verdict: Verdict) -> None:
+    result = RunResult(None, 9, b"", b"", False, False, 1.0, 1.0, limit)  # type: ignore[arg-type]
+    mapped = limit_verdict(result)
+    assert mapped is not None and mapped[0] == verdict
+
+
+def test_hardware_detection_describes_this_host() -> None:
+    host = hardware.detect()
+    assert host["host_kind"] == "cpu" and host["gpu"] is None  # no GPU on this machine
+    assert host["torch"] and host["python"] and host["cpu_count"]
+    assert hardware.gpu_class("NVIDIA H100 80GB HBM3") == "h100"
+    assert hardware.gpu_class("AMD Instinct MI300X") == "mi300x"
+
+
+def test_grade_paths_reports_unusable_inputs_without_grading(tmp_path: Path) -> None:
+    report = grade_paths(tmp_path / "missing.py", EXPLOITS / "honest_pytorch.py")
+    assert (
+        report.verdict == Verdict.INTERNAL_ERROR and "the reference cannot be used" in report.reason
+    )
+    report = grade_paths(ADD_RELU, tmp_path / "missing.py")
+    assert (
+        report.verdict == Verdict.RUNTIME_ERROR and "the submission cannot be read" in report.reason
+    )
+    assert json.loads(render(report, as_json=True))["verdict"] == "runtime_error"
+
+
+def test_grade_command_prints_one_json_object() -> None:
+    out = io.StringIO()
+    call_command(
+        "grade", str(ADD_RELU), str(EXPLOITS / "honest_pytorch.py"), "--json", stdout=out
+    )  # exit 0
+    data = json.loads(out.getvalue())
+    assert data["verdict"] == "accepted", data["reason"]
+    assert isinstance(data["speedup"], float) and data["timing_mode"] == "wall"
+    assert {"correctness", "timing", "integrity", "hardware"} <= set(data)
+
+
+def test_grade_command_text_report_and_exit_status() -> None:
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exited:
+        call_command("grade", str(ADD_RELU), str(EXPLOITS / "wrong_shape.py"), stdout=out)
+    assert exited.value.code == 1
+    text = out.getvalue()
+    assert "verdict:     wrong_answer" in text and "has shape [800]" in text

@@ -1,0 +1,160 @@
+"""The grader <-> harness channel: framing and value trees, against hostile bytes.
+
+Nothing from a submission's process is unpickled: values are JSON trees whose
+tensors are rebuilt from raw bytes after their dtype, shape and size check out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import struct
+from typing import Any
+
+import pytest
+import torch
+
+from sandboxes.harness.protocol import (
+    MAX_TREE_DEPTH,
+    ProtocolError,
+    decode_frame,
+    frame_bytes,
+    frame_length,
+    pack_tree,
+    sample_output,
+    sample_positions,
+    samples_match,
+    unpack_tree,
+)
+from sandboxes.kernel_compare import Comparison, compare_outputs
+from sandboxes.spec import Tolerance
+
+
+def round_trip(value: Any) -> Any:
+    blobs: list[memoryview] = []
+    tree = pack_tree(value, blobs)
+    header, received = decode_frame(memoryview(frame_bytes({"value": tree}, blobs))[8:])
+    return unpack_tree(header["value"], received)
+
+
+def test_nested_values_survive_the_channel() -> None:
+    value: dict[str, Any] = {
+        "x": torch.randn(3, 4).t(),  # not contiguous: travels as values
+        "half": torch.randn(5, dtype=torch.bfloat16),
+        "mask": torch.tensor([True, False]),
+        "empty": torch.empty(0, 7),
+        "scalars": (1, 2.5, float("nan"), None, "name", torch.float16, 2**70),
+    }
+    back = round_trip(value)
+    assert isinstance(back, dict) and isinstance(value, dict)
+    assert torch.equal(back["x"], value["x"]) and back["x"].is_contiguous()
+    assert torch.equal(back["half"], value["half"])
+    assert torch.equal(back["mask"], value["mask"])
+    assert back["empty"].shape == (0, 7)
+    one, two_and_half, nan, none, name, dtype, big = back["scalars"]
+    assert (one, two_and_half, none, name, dtype, big) == (
+        1,
+        2.5,
+        None,
+        "name",
+        torch.float16,
+        2**70,
+    )
+    assert math.isnan(nan)
+
+
+def frame_with(tree: object, blobs: list[bytes]) -> memoryview:
+    return memoryview(frame_bytes({"value": tree}, blobs))[8:]
+
+
+@pytest.mark.parametrize(
+    ("tree", "blobs", "message"),
+    [
+        (
+            {"k": "tensor", "dtype": "float32", "shape": [4], "blob": 0},
+            [b"\0" * 12],
+            "needs 16 bytes",
+        ),
+        ({"k": "tensor", "dtype": "object", "shape": [1], "blob": 0}, [b"\0" * 8], "unknown dtype"),
+        (
+            {"k": "tensor", "dtype": "float32", "shape": [1], "blob": 3},
+            [b"\0" * 4],
+            "bad blob index",
+        ),
+        ({"k": "tensor", "dtype": "float32", "shape": [-1], "blob": 0}, [b""], "bad tensor shape"),
+        ({"k": "pickle", "v": pickle.dumps(1).hex()}, [], "bad value node"),
+        ({"k": "int", "v": 5}, [], "bad value node"),
+        ({"k": "list"}, [], "container without items"),
+        ("not a node", [], "not an object"),
+    ],
+)
+def test_malformed_trees_are_refused(tree: object, blobs: list[bytes], message: str) -> None:
+    header, received = decode_frame(frame_with(tree, blobs))
+    with pytest.raises(ProtocolError, match=message):
+        unpack_tree(header["value"], received)
+
+
+def test_deep_nesting_is_refused() -> None:
+    tree: dict = {"k": "none"}
+    for _ in range(MAX_TREE_DEPTH + 2):
+        tree = {"k": "list", "items": [tree]}
+    with pytest.raises(ProtocolError, match="too large or too deep"):
+        unpack_tree(tree, [])
+
+
+def test_frames_whose_sizes_do_not_add_up_are_refused() -> None:
+    body = json.dumps({"op": "done", "blobs": [10]}).encode()
+    frame = struct.pack(">I", len(body)) + body + b"\0" * 3
+    with pytest.raises(ProtocolError, match="do not add up"):
+        decode_frame(memoryview(frame))
+    with pytest.raises(ProtocolError, match="not JSON"):
+        decode_frame(memoryview(struct.pack(">I", 3) + b"{{{"))
+    with pytest.raises(ProtocolError, match="bad frame prefix"):
+        frame_length(struct.pack(">QI", 10, 2**31))
+
+
+def test_output_samples_expose_values_changed_after_the_call() -> None:
+    output = (torch.randn(100, 33), torch.arange(10))
+    positions = sample_positions(nonce=12345, calls=4)
+    taken = sample_output(output, positions[2])
+    assert samples_match(output, positions[2], round_trip(taken))
+    output[0].add_(1.0)  # what deferred work finishing later would do
+    assert not samples_match(output, positions[2], taken)
+    assert not samples_match(output, positions[2], taken[:1])
+
+
+TIGHT = Tolerance(1e-5, 1e-5)
+
+
+def compare(ref: object, sub: object) -> Comparison:
+    ref_tree, sub_tree = pack_tree(ref, []), pack_tree(sub, [])
+    return compare_outputs(ref_tree, ref, sub_tree, sub, lambda _: TIGHT)
+
+
+def test_comparison_applies_atol_and_rtol() -> None:
+    ref = torch.tensor([1.0, 100.0, 0.0])
+    assert compare(ref, ref + torch.tensor([1e-6, 1e-3, 0.0])).ok
+    result = compare(ref, ref + torch.tensor([0.0, 0.01, 0.0]))
+    assert not result.ok
+    assert "at 1 of 3 elements" in result.message
+    assert result.max_abs_error == pytest.approx(0.01, rel=1e-3)
+
+
+def test_comparison_needs_nan_and_infinities_to_match() -> None:
+    ref = torch.tensor([float("nan"), float("inf"), 1.0])
+    assert compare(ref, ref.clone()).ok
+    assert not compare(ref, torch.tensor([0.0, float("inf"), 1.0])).ok
+    assert not compare(ref, torch.tensor([float("nan"), float("-inf"), 1.0])).ok
+
+
+def test_comparison_checks_structure_dtype_and_subclass() -> None:
+    ref = torch.zeros(2, 3)
+    assert "has dtype float64" in compare(ref, ref.double()).message
+    assert "has shape [3, 2]" in compare(ref, ref.t().contiguous()).message
+    assert "the reference returns a float32 tensor" in compare(ref, (ref,)).message
+    assert "has 1 items" in compare((ref, ref), (ref,)).message
+    sub_tree = pack_tree(ref, [])
+    sub_tree["cls"] = "solution.Lazy"
+    result = compare_outputs(pack_tree(ref, []), ref, sub_tree, ref, lambda _: Tolerance(0, 0))
+    assert result.integrity == "output is a solution.Lazy, not a plain torch.Tensor"

@@ -1,0 +1,84 @@
+"""import_kernelbench / import_gpumode end to end: fixtures -> bundles -> database -> grader."""
+
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from tasks.models import Task, TaskStatus
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+ROW_SUM_SOLUTION = """import torch
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.sum(x, dim=1)
+"""
+
+
+@pytest.mark.django_db
+def test_kernelbench_problems_are_imported_and_published(tmp_path, capsys):
+    call_command("import_kernelbench", str(FIXTURES / "kernelbench"), "--out", str(tmp_path))
+
+    out = capsys.readouterr().out
+    assert "kb-l1-3-row-sum: created task, version 1" in out
+    task = Task.objects.get(slug="kb-l2-12-linear-bias-relu")
+    assert task.status == TaskStatus.PUBLISHED
+    assert task.hardware == "h100"
+    files = {f.path: f.visibility for f in task.current_version.files.all()}
+    # Both public formats show the reference to the solver: it is the problem statement.
+    assert files == {"reference.py": "prompt", "statement.md": "prompt"}
+
+
+@pytest.mark.django_db
+def test_importing_the_same_problems_again_creates_nothing(tmp_path, capsys):
+    for _ in range(2):
+        call_command("import_gpumode", str(FIXTURES / "gpumode"), "--out", str(tmp_path))
+
+    assert "gpumode-vector-scale: unchanged (version 1)" in capsys.readouterr().out
+    assert Task.objects.get(slug="gpumode-vector-scale").versions.count() == 1
+
+
+@pytest.mark.django_db
+def test_the_level_filter_picks_only_that_level(tmp_path):
+    call_command(
+        "import_kernelbench", str(FIXTURES / "kernelbench"), "--level", "2", "--out", str(tmp_path)
+    )
+
+    assert list(Task.objects.values_list("slug", flat=True)) == ["kb-l2-12-linear-bias-relu"]
+
+
+def test_a_folder_without_problems_is_a_clear_error(tmp_path):
+    with pytest.raises(CommandError, match="no GPU MODE problem folders"):
+        call_command("import_gpumode", str(tmp_path), "--no-import")
+
+
+@pytest.mark.slow
+def test_an_imported_task_grades_on_its_cpu_shape_set(tmp_path):
+    from sandboxes import get_backend
+    from sandboxes.base import Limits
+    from sandboxes.kernel import grade
+    from sandboxes.spec import GradingSpec
+
+    call_command(
+        "import_kernelbench",
+        str(FIXTURES / "kernelbench" / "level1"),
+        "--level",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--no-import",
+    )
+    spec = GradingSpec.from_bundle_dir(tmp_path / "kb-l1-3-row-sum")
+
+    report = grade(
+        spec, {"solution.py": ROW_SUM_SOLUTION}, backend=get_backend("bwrap"), limits=Limits()
+    )
+
+    assert report.verdict.value == "accepted", report.reason
+    assert {trial.shape for trial in report.correctness} == {"cpu-scaled"}
+    assert report.correctness[0].shapes[0][0] < 8192, "the CPU set is scaled down"
