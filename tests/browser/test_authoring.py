@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REFERENCE = factories.REFERENCE
 SOLUTION = REFERENCE.replace("class Model(", "class ModelNew(")
-NEGATIVE = SOLUTION.replace("return torch.relu(x)", "return x  # forgets the ReLU")
+NEGATIVE = SOLUTION.replace("return torch.relu(x)", "return x.clone()  # forgets the ReLU")
 STATEMENT = "# ReLU\n\nApply **relu** to a `4 x 64` tensor.\n"
 BUILD = Path(settings.BASE_DIR) / "frontend" / "static" / "frontend" / "build"
 NARROW: ViewportSize = {"width": 800, "height": 900}

@@ -1,0 +1,33 @@
+"""The catalog validates: every bundle's expert solution is accepted and every negative
+example gets the verdict it names, graded by the real grader in the real sandbox."""
+
+from pathlib import Path
+
+import pytest
+
+from tasks.bundle import find_bundles
+from tasks.catalog import check_bundles, format_table
+
+CATALOG = Path(__file__).resolve().parent.parent / "reference_solutions"
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_catalog_bundle_validates():
+    folders, skipped = find_bundles(CATALOG)
+    assert len(folders) >= 16
+    assert skipped == []
+
+    checks = check_bundles(folders, jobs=2)
+
+    table = format_table(checks)
+    print(table)
+    failed = [check.name for check in checks if not check.passed]
+    assert failed == [], table
+    cpu_speedups = [
+        check.solution.speedup
+        for check in checks
+        if check.hardware == "cpu" and check.solution is not None
+    ]
+    assert len(cpu_speedups) >= 3, "at least three CPU-target C++ tasks"
+    assert all(speedup and speedup > 1.0 for speedup in cpu_speedups), table
