@@ -69,10 +69,28 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("wb")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "benchwright", "worker", "--pool", "solo",
-         "-Q", "default,grading.store,grading.cpu", "--loglevel", "INFO",
-         "--hostname", f"test-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=settings.BASE_DIR,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "benchwright",
+            "worker",
+            "--pool",
+            "solo",
+            "-Q",
+            "default,grading.store,grading.cpu",
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            f"test-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=settings.BASE_DIR,
     )
     try:
         deadline = time.monotonic() + 90

@@ -22,17 +22,33 @@ ACCEPTED_FAST = {
         # Off target hardware a speedup never counts.
         ({"type": "speedup", "at_least": 2.0}, ACCEPTED_FAST, False, False),
         # Interpreter timings are never scored.
-        ({"type": "speedup", "at_least": 2.0}, {**ACCEPTED_FAST, "timing_mode": "interpreter"},
-         True, False),
+        (
+            {"type": "speedup", "at_least": 2.0},
+            {**ACCEPTED_FAST, "timing_mode": "interpreter"},
+            True,
+            False,
+        ),
         # Overlapping confidence intervals: no evidence of a speedup.
-        ({"type": "speedup", "at_least": 2.0}, {**ACCEPTED_FAST, "timing": {"significant": False}},
-         True, False),
+        (
+            {"type": "speedup", "at_least": 2.0},
+            {**ACCEPTED_FAST, "timing": {"significant": False}},
+            True,
+            False,
+        ),
         # A fast wrong answer earns nothing.
-        ({"type": "speedup", "at_least": 2.0}, {**ACCEPTED_FAST, "verdict": "wrong_answer"},
-         True, False),
+        (
+            {"type": "speedup", "at_least": 2.0},
+            {**ACCEPTED_FAST, "verdict": "wrong_answer"},
+            True,
+            False,
+        ),
         ({"type": "integrity", "clean": True}, ACCEPTED_FAST, True, True),
-        ({"type": "integrity", "clean": False},
-         {"integrity": {"violations": ["patched clock"]}}, True, True),
+        (
+            {"type": "integrity", "clean": False},
+            {"integrity": {"violations": ["patched clock"]}},
+            True,
+            True,
+        ),
         ({"type": "no-such-rule"}, ACCEPTED_FAST, True, False),
     ],
 )

@@ -1,4 +1,5 @@
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -20,8 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--jobs", type=int, default=1, help="gradings at a time")
         parser.add_argument("--hardware", help="this host's hardware class (default: detected)")
 
-    def handle(self, *args: object, **options: object) -> None:
-        paths = [Path(str(p)) for p in options["paths"]]  # type: ignore[attr-defined]
+    def handle(self, *args: Any, **options: Any) -> None:
+        paths = [Path(str(p)) for p in options["paths"]]
         folders = []
         for path in paths:
             try:
@@ -35,7 +36,7 @@ class Command(BaseCommand):
         checks = check_bundles(
             folders,
             jobs=int(options["jobs"]),
-            hardware=options["hardware"],  # type: ignore[arg-type]
+            hardware=options["hardware"],
         )
         self.stdout.write(format_table(checks))
         failed = [c.name for c in checks if not c.passed]
