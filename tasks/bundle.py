@@ -19,7 +19,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 MANIFEST = "task.toml"
 MAX_FILE_BYTES = 1024 * 1024
@@ -175,13 +175,54 @@ class Bundle:
         }
         if self.grading:
             manifest["grading"] = self.grading
-        manifest["files"] = [_file_entry(f) for f in sorted(self.files, key=lambda f: f.path)]
+        manifest["files"] = [file_entry(f) for f in sorted(self.files, key=lambda f: f.path)]
         if self.criteria is not None:
-            manifest["rubric"] = {"criteria": [_criterion_entry(c) for c in self.criteria]}
+            manifest["rubric"] = {"criteria": [criterion_entry(c) for c in self.criteria]}
         return manifest
 
 
-def _file_entry(f: BundleFile) -> dict[str, Any]:
+class _FileLike(Protocol):
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def visibility(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def expected_verdict(self) -> str: ...
+
+    @property
+    def note(self) -> str: ...
+
+
+class _CriterionLike(Protocol):
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def points(self) -> int: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def rule(self) -> Any: ...
+
+    @property
+    def levels(self) -> Any: ...
+
+
+def file_entry(f: _FileLike) -> dict[str, Any]:
+    """A ``[[files]]`` entry. Bundles and drafts share it, so both hash the same way."""
     entry: dict[str, Any] = {"path": f.path, "visibility": f.visibility, "role": f.role}
     if f.expected_verdict:
         entry["expected_verdict"] = f.expected_verdict
@@ -190,7 +231,8 @@ def _file_entry(f: BundleFile) -> dict[str, Any]:
     return entry
 
 
-def _criterion_entry(c: BundleCriterion) -> dict[str, Any]:
+def criterion_entry(c: _CriterionLike) -> dict[str, Any]:
+    """A ``[[rubric.criteria]]`` entry, shared by bundles and drafts like ``file_entry``."""
     entry: dict[str, Any] = {"id": c.key, "title": c.title}
     if c.description:
         entry["description"] = c.description
@@ -514,7 +556,7 @@ def _check_files(
         if not isinstance(entry, dict):
             problems.manifest(where, f"must be a table, not {_type_name(entry)}")
             continue
-        checked = _check_file_entry(entry, where, verdicts, problems)
+        checked = _checkfile_entry(entry, where, verdicts, problems)
         path = entry.get("path")
         if not isinstance(path, str) or path_problem(path):
             continue
@@ -533,7 +575,7 @@ def _check_files(
     return listed
 
 
-def _check_file_entry(
+def _checkfile_entry(
     entry: dict[str, Any], where: str, verdicts: tuple[str, ...], problems: _Problems
 ) -> BundleFile | None:
     before = len(problems.errors)

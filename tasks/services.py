@@ -35,6 +35,8 @@ from .bundle import (
     Bundle,
     BundleError,
     BundleInvalid,
+    criterion_entry,
+    file_entry,
     parse_bundle,
     path_problem,
 )
@@ -88,33 +90,11 @@ def draft_manifest(task: Task) -> dict[str, Any]:
         manifest["statement"] = statement
     if task.grading:
         manifest["grading"] = task.grading
-    manifest["files"] = [_file_entry(f) for f in files]
+    manifest["files"] = [file_entry(f) for f in files]
     rubric = getattr(task, "rubric", None)
     if rubric is not None:
-        manifest["rubric"] = {"criteria": [_criterion_entry(c) for c in rubric.criteria.all()]}
+        manifest["rubric"] = {"criteria": [criterion_entry(c) for c in rubric.criteria.all()]}
     return manifest
-
-
-def _file_entry(f: TaskFile) -> dict[str, Any]:
-    entry: dict[str, Any] = {"path": f.path, "visibility": f.visibility, "role": f.role}
-    if f.expected_verdict:
-        entry["expected_verdict"] = f.expected_verdict
-    if f.note:
-        entry["note"] = f.note
-    return entry
-
-
-def _criterion_entry(c: Criterion) -> dict[str, Any]:
-    entry: dict[str, Any] = {"id": c.key, "title": c.title}
-    if c.description:
-        entry["description"] = c.description
-    entry["points"] = c.points
-    entry["kind"] = c.kind
-    if c.rule:
-        entry["rule"] = c.rule
-    if c.levels:
-        entry["levels"] = c.levels
-    return entry
 
 
 def task_draft_hash(task: Task) -> str:
@@ -430,10 +410,10 @@ def version_manifest(version: TaskVersion) -> dict[str, Any]:
         manifest["statement"] = statement
     if version.grading:
         manifest["grading"] = version.grading
-    manifest["files"] = [_file_entry(f) for f in files]
+    manifest["files"] = [file_entry(f) for f in files]
     rubric = Rubric.objects.filter(version=version).first()
     if rubric is not None:
-        manifest["rubric"] = {"criteria": [_criterion_entry(c) for c in rubric.criteria.all()]}
+        manifest["rubric"] = {"criteria": [criterion_entry(c) for c in rubric.criteria.all()]}
     return manifest
 
 
