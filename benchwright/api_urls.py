@@ -67,6 +67,7 @@ v1: list[URLPattern | URLResolver] = [
         name="api-webhook-deliveries",
     ),
     path("reviews/", include("reviews.api_urls")),
+    path("exports/", include("exports.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import quote
 
 from tqdm import tqdm
 
@@ -155,6 +158,52 @@ def cmd_results(client: BenchwrightClient, args: argparse.Namespace, out: TextIO
     return 0
 
 
+def cmd_export(client: BenchwrightClient, args: argparse.Namespace, out: TextIO) -> int:
+    """Build a snapshot of an export definition, show its progress, download its tar.gz."""
+    snapshot = client.request(
+        "POST",
+        f"/api/v1/exports/definitions/{quote(args.definition, safe='')}/snapshots/",
+        idempotency_key=f"export-{uuid.uuid4()}",
+    )
+    deadline = time.monotonic() + args.timeout if args.timeout else None
+    with tqdm(unit="item", desc="exporting", disable=args.no_progress, file=sys.stderr) as bar:
+        while snapshot["status"] not in ("succeeded", "failed"):
+            if deadline is not None and time.monotonic() >= deadline:
+                out.write(f"timed out: snapshot {snapshot['id']} is {snapshot['status']}\n")
+                return 3
+            time.sleep(args.interval)
+            snapshot = client.request("GET", f"/api/v1/exports/snapshots/{snapshot['id']}/")
+            bar.total = snapshot["items_total"]
+            bar.update(snapshot["items_done"] - bar.n)
+            bar.set_postfix(rows=snapshot["rows_written"])
+    if snapshot["status"] == "failed":
+        raise ApiError(0, "export_failed", f"snapshot {snapshot['id']}: {snapshot['error']}")
+    name = f"{snapshot['definition']}-v{snapshot['version']}-snapshot-{snapshot['id']}.tar.gz"
+    target = Path(args.output or name)
+    _download(client, snapshot["download_url"], target, snapshot["archive_sha256"])
+    rows = ", ".join(f"{split} {n}" for split, n in (snapshot["rows"] or {}).items())
+    out.write(f"{target}: snapshot {snapshot['id']}, {rows or 'no rows'}\n")
+    return 0
+
+
+def _download(client: BenchwrightClient, path: str, target: Path, sha256: str) -> None:
+    """Stream a file to ``target``, checking its SHA-256; nothing is left on failure."""
+    digest = hashlib.sha256()
+    partial = target.with_name(target.name + ".part")
+    with client._http.stream("GET", path) as response:
+        if response.status_code != 200:
+            response.read()
+            raise ApiError(response.status_code, "download_failed", response.text[:500])
+        with partial.open("wb") as fh:
+            for block in response.iter_bytes():
+                digest.update(block)
+                fh.write(block)
+    if digest.hexdigest() != sha256:
+        partial.unlink()
+        raise ApiError(0, "download_corrupt", f"{path}: SHA-256 does not match")
+    partial.replace(target)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchwright", description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="server (default $BENCHWRIGHT_URL or http://127.0.0.1:8000)")
@@ -197,6 +246,14 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument("run_id", metavar="RUN_ID")
     results.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     results.set_defaults(handler=cmd_results)
+
+    export = sub.add_parser("export", help="build a dataset snapshot, wait, download its tar.gz")
+    export.add_argument("definition", metavar="DEFINITION", help="export definition name")
+    export.add_argument("--output", "-o", help="file (default DEFINITION-vN-snapshot-ID.tar.gz)")
+    export.add_argument("--interval", type=float, default=2.0, help="seconds between polls")
+    export.add_argument("--timeout", type=float, default=0, help="give up after this many seconds")
+    export.add_argument("--no-progress", action="store_true")
+    export.set_defaults(handler=cmd_export)
     return parser
 
 

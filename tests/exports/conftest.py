@@ -1,0 +1,414 @@
+"""A small world to export: published tasks whose hidden files, expert solutions and
+reference outputs carry planted secrets; submissions graded through the real
+grading_store; reviews and pairwise judgements through the real review services.
+No exported byte may hold a secret."""
+
+from __future__ import annotations
+
+import copy
+import io
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import transaction
+
+from benchwright import roles
+from exports import selectors as export_selectors
+from exports import services as export_services
+from exports.models import DefinitionVersion, ExportDefinition, Snapshot
+from reviews import services as review_services
+from reviews.models import ReviewAssignment
+from rubrics.models import Criterion, CriterionKind
+from submissions import services as submission_services
+from submissions.models import Submission
+from tasks import services as task_services
+from tasks.models import FileRole, Task, TaskFile, TaskVersion, Visibility
+from tests import factories
+
+SECRETS = (
+    "HIDDEN-REFERENCE-c0ffee41",
+    "HIDDEN-EXPERT-SOLUTION-beef77",
+    "HIDDEN-TEST-CASES-5eed13",
+    "REFERENCE-OUTPUT-0dd99",
+)
+REFERENCE_SECRET, EXPERT_SECRET, TESTS_SECRET, OUTPUT_SECRET = SECRETS
+# Identities of the submitters: absent from every export unless asked for and allowed.
+SUBMITTER = "client-ident-qx7"
+RUN = "run-ident-zz9"
+LABEL = "label-ident-kk3"
+
+REFERENCE = f'''import torch
+from torch import nn
+
+batch_size = 4
+dim = 64
+MARKER = "{REFERENCE_SECRET}"
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        expected_scale = 1.0  # the reference computes exactly this
+        return torch.relu(x) * expected_scale
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+EXPERT = f"""import torch
+from torch import nn
+
+# {EXPERT_SECRET}
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        clamped_output_tensor = torch.clamp(x, min=0.0)
+        assert clamped_output_tensor.shape == x.shape
+        return clamped_output_tensor.contiguous()
+"""
+HIDDEN_TESTS = f'''CASES = ["{TESTS_SECRET}"]
+SHAPES_UNDER_TEST = [(4, 64), (17, 33), (1, 1)]
+EDGE_VALUES_UNDER_TEST = [0.0, -0.0, 1e30]
+'''
+STARTER = """import torch
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise NotImplementedError
+"""
+
+
+def solution(variant: int) -> str:
+    """Distinct solutions (after normalisation) for distinct variants."""
+    return f'''import torch
+from torch import nn
+
+
+class ModelNew(nn.Module):
+    """Variant {variant}."""
+
+    def forward(self, x):
+        return torch.clamp(x, min=0) * {variant + 1}
+'''
+
+
+def report(verdict: str = "accepted", *, violations: bool = False) -> dict[str, Any]:
+    """A grading report whose hidden parts (operator notes, reference logs, trial
+    messages, artifacts) quote the reference output."""
+    return {
+        "verdict": verdict,
+        "reason": "all trials within tolerance" if verdict == "accepted" else "trial 2 off",
+        "speedup": 1.3 if verdict == "accepted" else None,
+        "timing_mode": "wall",
+        "correctness": [
+            {
+                "shape": "small",
+                "trial": 0,
+                "ok": verdict == "accepted",
+                "seed": "ab12",
+                "max_abs_error": 0.0,
+                "max_rel_error": 0.0,
+                "shapes": [[4, 64]],
+                "dtypes": ["float32"],
+                "message": f"expected {OUTPUT_SECRET}",
+            }
+        ],
+        "timing": None,
+        "integrity": {"checks": ["dtype"], "violations": ["a thread"] if violations else []},
+        "hardware": {"kind": "cpu", "name": "Test CPU"},
+        "logs": {"stdout": "", "stderr": "", "reference": OUTPUT_SECRET},
+        "artifacts": {"trace": OUTPUT_SECRET},
+        "harness_version": "1",
+        "duration_s": 1.0,
+        "phases": {},
+        "checked_calls": 5,
+        "operator_notes": f"reference printed {OUTPUT_SECRET}",
+    }
+
+
+def publish_task(owner: Any, slug: str, **fields: Any) -> Task:
+    """A published task with hidden reference, expert solution and test cases, a
+    prompt-visible starter, and a rubric: correct (+5), integrity (-3), clarity
+    (+2, levels 0-2), explanation (+2, levels 0-2)."""
+    task = factories.make_task(owner, slug=slug, title=f"Task {slug}", **fields)
+    reference = TaskFile.objects.get(task=task, path="reference.py")
+    reference.content = REFERENCE
+    reference.save()
+    for path, content, visibility, role in (
+        ("starter.py", STARTER, Visibility.PROMPT, FileRole.STARTER),
+        ("solution.py", EXPERT, Visibility.HIDDEN, FileRole.SOLUTION),
+        ("tests/cases.py", HIDDEN_TESTS, Visibility.HIDDEN, FileRole.TEST),
+    ):
+        TaskFile.objects.create(
+            task=task, path=path, content=content, visibility=visibility, role=role
+        )
+    rubric = task.rubric
+    Criterion.objects.filter(rubric=rubric, key="clarity").update(
+        levels=[{"score": s, "descriptor": f"clarity {s}"} for s in (0, 1, 2)]
+    )
+    Criterion.objects.create(
+        rubric=rubric,
+        key="integrity",
+        title="Integrity",
+        points=-3,
+        kind=CriterionKind.AUTOMATIC,
+        rule={"type": "integrity", "clean": False},
+        position=2,
+    )
+    Criterion.objects.create(
+        rubric=rubric,
+        key="explanation",
+        title="Explanation",
+        points=2,
+        kind=CriterionKind.HUMAN,
+        levels=[{"score": s, "descriptor": f"explanation {s}"} for s in (0, 1, 2)],
+        position=3,
+    )
+    factories.mark_validated(task)
+    task_services.task_submit_for_review(task=task, user=task.owner)
+    task.refresh_from_db()
+    task_services.task_publish(task=task, reviewer=factories.make_user(roles.REVIEWER))
+    task.refresh_from_db()
+    return task
+
+
+def republish(task: Task, statement: str) -> TaskVersion:
+    """A second version of a published task, with a changed statement."""
+    task_services.task_revise(task=task, user=task.owner)
+    task.refresh_from_db()
+    task_services.task_statement_update(task=task, user=task.owner, text=statement)
+    task.refresh_from_db()
+    factories.mark_validated(task)
+    task_services.task_submit_for_review(task=task, user=task.owner)
+    task.refresh_from_db()
+    version = task_services.task_publish(task=task, reviewer=factories.make_user(roles.REVIEWER))
+    task.refresh_from_db()
+    assert version.number == 2
+    return version
+
+
+def graded(
+    version: TaskVersion,
+    submitter: Any,
+    files: dict[str, str],
+    *,
+    verdict: str = "accepted",
+    model: str = "model-a",
+    review: bool = True,
+) -> Submission:
+    submission = factories.make_submission(
+        version, submitter=submitter, files=files, run_id=RUN, labels={"team": LABEL}
+    )
+    Submission.objects.filter(pk=submission.pk).update(model_name=model)
+    assert submission_services.submission_claim(submission_id=submission.pk)
+    submission_services.grading_store(
+        submission_id=submission.pk, attempt=1, report=report(verdict)
+    )
+    if review:
+        review_services.review_queue_enter(submission_id=submission.pk)
+    submission.refresh_from_db()
+    return submission
+
+
+def review(
+    reviewer: Any,
+    submission: Submission,
+    *,
+    decision: str = "accept",
+    clarity: int = 2,
+    explanation: int = 2,
+    feedback: str = "Clean clamp; handles the ragged shapes.",
+    comment: str = "",
+) -> Any:
+    slot = ReviewAssignment.objects.filter(submission=submission, status="open").first()
+    assert slot is not None, "no open review slot"
+    data = review_services.ReviewInput(
+        decision=decision,
+        feedback=feedback,
+        scores={
+            "clarity": review_services.ScoreInput(level=clarity, comment=comment),
+            "explanation": review_services.ScoreInput(level=explanation),
+        },
+        comments=(review_services.CommentInput(path="solution.py", line=1, body="Imports ok."),),
+    )
+    return review_services.review_submit(assignment_id=slot.pk, reviewer=reviewer, data=data)
+
+
+@dataclass
+class World:
+    owner: Any  # an exporter
+    submitter: Any
+    reviewers: list[Any]
+    tasks: list[Task] = field(default_factory=list)
+    submissions: dict[str, list[Submission]] = field(default_factory=dict)
+
+
+TASK_SLUGS = ("alpha-relu", "beta-relu", "gamma-relu", "delta-relu", "epsilon-relu", "zeta-relu")
+
+
+def build_world(*, tasks: int = 6) -> World:
+    """Per task: four distinct accepted solutions (two reviewed, one with an
+    approved explanation), a reformatted copy of the first (a near duplicate), and
+    a wrong answer; one pairwise judgement per task."""
+    author = factories.make_user(roles.AUTHOR)
+    world = World(
+        owner=exporter("exporter-owner"),
+        submitter=factories.make_user(roles.API_CLIENT, username=SUBMITTER),
+        reviewers=[factories.make_user(roles.REVIEWER) for _ in range(2)],
+    )
+    for index, slug in enumerate(TASK_SLUGS[:tasks]):
+        task = publish_task(
+            author,
+            slug,
+            tags=["relu", "even" if index % 2 == 0 else "odd"],
+            difficulty="easy" if index < 3 else "hard",
+        )
+        world.tasks.append(task)
+        world.submissions[slug] = _submissions_for(world, task)
+    return world
+
+
+def _submissions_for(world: World, task: Task) -> list[Submission]:
+    version = task.current_version
+    assert version is not None
+    made = []
+    for variant in range(4):
+        files = {"solution.py": solution(variant)}
+        if variant == 1:
+            files["explanation.md"] = f"Clamping at zero is relu; variant {variant} scales it.\n"
+        made.append(graded(version, world.submitter, files, model=f"model-{'ab'[variant % 2]}"))
+    reformatted = "# same thing, reformatted\n" + solution(0).replace("min=0", "min = 0")
+    made.append(graded(version, world.submitter, {"kernel.py": reformatted}, model="model-c"))
+    made.append(
+        graded(version, world.submitter, {"solution.py": "x = 1\n"}, verdict="wrong_answer")
+    )
+    review(world.reviewers[0], made[0], clarity=2, explanation=0)
+    review(world.reviewers[0], made[1], clarity=1, explanation=2)
+    review(world.reviewers[1], made[5], decision="reject", clarity=0, explanation=0)
+    _judge(world.reviewers[1], made[2], made[3])
+    return made
+
+
+def _judge(reviewer: Any, better: Submission, worse: Submission) -> None:
+    from reviews.models import PairOffer
+
+    offer = PairOffer.objects.create(
+        reviewer=reviewer,
+        task_version_id=better.task_version_id,
+        submission_a=worse,
+        submission_b=better,
+    )
+    review_services.pairwise_judge(
+        offer_id=offer.pk,
+        reviewer=reviewer,
+        data=review_services.PairInput(
+            winner="b",
+            criterion_winners={"clarity": "b", "explanation": "tie"},
+            reason="B keeps the scale explicit.",
+        ),
+    )
+
+
+def exporter(username: str) -> Any:
+    user = factories.make_user(roles.API_CLIENT, username=username)
+    export_selectors.grant_exporter(user)
+    return user
+
+
+# With these ratios, seed 5 puts the six tasks 4 / 1 / 1 into train / validation / test.
+SPLIT = {"train": 0.6, "validation": 0.2, "test": 0.2}
+SEED = 5
+
+
+def define(owner: Any, slug: str = "relu-data", **data: Any) -> ExportDefinition:
+    content = {"title": f"Export {slug}", "format": "sft", "seed": SEED, "split": SPLIT} | data
+    return export_services.definition_create(owner=owner, slug=slug, data=content)
+
+
+def current(definition: ExportDefinition) -> DefinitionVersion:
+    definition.refresh_from_db()
+    assert definition.current_version is not None
+    return definition.current_version
+
+
+def build(definition: ExportDefinition, user: Any) -> Snapshot:
+    """Queue and run a build in this process (the job's service, without the broker)."""
+    snapshot = export_services.snapshot_create(definition=definition, user=user)
+    assert export_services.snapshot_build(snapshot_id=snapshot.pk) == "succeeded", (
+        Snapshot.objects.get(pk=snapshot.pk).error
+    )
+    snapshot.refresh_from_db()
+    return snapshot
+
+
+def snapshot_folder(snapshot: Snapshot) -> Path:
+    from django.conf import settings
+
+    return Path(settings.MEDIA_ROOT) / snapshot.storage_prefix
+
+
+def archive_members(data: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return {
+            m.name: tar.extractfile(m).read()  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.isfile()
+        }
+
+
+def rows_of(snapshot: Snapshot, split: str) -> list[dict[str, Any]]:
+    import json
+
+    path = snapshot_folder(snapshot) / "data" / f"{split}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def all_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
+    return [row for split in ("train", "validation", "test") for row in rows_of(snapshot, split)]
+
+
+@pytest.fixture(autouse=True)
+def _media_root(request, settings, tmp_path):
+    """Snapshots go to a temporary MEDIA_ROOT, except where a Celery worker (another
+    process, with the default MEDIA_ROOT) writes them: see ``shared_media``."""
+    if "shared_media" not in request.fixturenames:
+        settings.MEDIA_ROOT = str(tmp_path / "media")
+
+
+@pytest.fixture
+def shared_media():
+    """The default MEDIA_ROOT, which the worker process uses too; the snapshots made
+    meanwhile are removed afterwards."""
+    before = set(Snapshot.objects.values_list("pk", flat=True))
+    yield
+    for snapshot in Snapshot.objects.exclude(pk__in=before).select_related("version__definition"):
+        export_services.discard_files(snapshot)
+
+
+@pytest.fixture(scope="module")
+def shared_world(django_db_setup, django_db_blocker):
+    """One world per test module, inside a transaction rolled back at its end; each
+    test runs in a savepoint within it, so what a test adds is gone after it."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        yield build_world()
+        transaction.set_rollback(True)
+
+
+@pytest.fixture
+def world(shared_world, db) -> World:
+    return shared_world
+
+
+def deep(value: Any) -> Any:
+    return copy.deepcopy(value)
