@@ -44,6 +44,8 @@ def scopes_allowed(user_role_names: frozenset[str]) -> frozenset[str]:
         allowed.add(AUTHOR)
     if roles.REVIEWER in user_role_names:
         allowed.add(REVIEW)
+    if roles.EXPORTER in user_role_names:
+        allowed.add(EXPORT)
     return frozenset(allowed)
 
 

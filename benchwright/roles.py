@@ -10,6 +10,8 @@ AUTHOR = "author"
 REVIEWER = "reviewer"
 API_CLIENT = "api_client"
 ADMIN = "admin"
+# Not one of the four main roles: a permission group for whoever may build datasets.
+EXPORTER = "exporter"
 ALL = (AUTHOR, REVIEWER, API_CLIENT, ADMIN)
 
 

@@ -15,9 +15,10 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from benchwright import roles
 from benchwright.state import TimeStamped
 
-EXPORTER = "exporter"  # the group whose members may define and run exports
+EXPORTER = roles.EXPORTER  # the group whose members may define and run exports
 
 
 class ExportFormat(models.TextChoices):

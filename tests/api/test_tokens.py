@@ -166,3 +166,11 @@ def test_an_expiry_in_the_past_is_refused_on_its_field(owner_token):
 
     assert response.status_code == 400
     assert "past" in response.json()["error"]["fields"]["expires_at"][0]
+
+
+def test_members_of_the_exporter_group_may_hold_the_export_scope(db):
+    from accounts import scopes
+    from benchwright import roles
+
+    assert scopes.EXPORT in scopes.scopes_allowed(frozenset({roles.EXPORTER}))
+    assert scopes.EXPORT not in scopes.scopes_allowed(frozenset({roles.AUTHOR, roles.REVIEWER}))
