@@ -74,7 +74,7 @@ def role_names(user: AbstractUser | AnonymousUser) -> list[str]:
     held = set(user.groups.values_list("name", flat=True))
     if user.is_superuser:
         held.add(roles.ADMIN)
-    return [role.replace("_", " ") for role in roles.ALL if role in held]
+    return [role.replace("_", " ") for role in (*roles.ALL, roles.EXPORTER) if role in held]
 
 
 @register.filter

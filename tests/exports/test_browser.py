@@ -16,8 +16,14 @@ pytestmark = [pytest.mark.browser]
 
 
 @pytest.fixture
-def queued_build(transactional_db, client):
-    """A queued build and its owner's session cookie, made before the browser starts."""
+def queued_build(transactional_db, client, monkeypatch):
+    """A queued build and its owner's session cookie, made before the browser starts.
+
+    The test runs the build itself (build_like_the_worker), at the moment it wants
+    to watch it: a worker started by another test of the session must not take it."""
+    from exports import jobs
+
+    monkeypatch.setattr(jobs.build_snapshot_job, "apply_async", lambda *a, **k: None)
     world = build_world(tasks=2)
     definition = define(world.owner, slug="in-browser", format="sft")
     snapshot = services.snapshot_create(definition=definition, user=world.owner)
