@@ -166,8 +166,12 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 CELERY_RESULT_BACKEND = os.environ.get(
     "CELERY_RESULT_BACKEND", f"file://{VAR_DIR / 'celery-results'}"
 )
+if CELERY_RESULT_BACKEND.startswith("file://"):
+    Path(CELERY_RESULT_BACKEND.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
+    # The filesystem transport and result backend need their folders to exist.
+    (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         "data_folder_in": str(_broker_dir),
         "data_folder_out": str(_broker_dir),
