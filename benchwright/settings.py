@@ -171,11 +171,14 @@ if CELERY_RESULT_BACKEND.startswith("file://"):
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
     # The filesystem transport and result backend need their folders to exist.
-    (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)
+    for _folder in ("processed", "control"):
+        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         "data_folder_in": str(_broker_dir),
         "data_folder_out": str(_broker_dir),
         "processed_folder": str(_broker_dir / "processed"),
+        # Broadcast exchanges (worker control) live here too, not in the current directory.
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 CELERY_TASK_SERIALIZER = "json"

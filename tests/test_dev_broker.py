@@ -67,3 +67,4 @@ def test_a_job_round_trips_through_the_filesystem_broker(tmp_path):
 
     assert result.stdout.strip() == "pong:fs", result.stderr[-2000:]
     assert (tmp_path / "broker").is_dir(), "the queue lives in the var folder, no server"
+    assert not (ROOT / "control").exists(), "nothing is written into the working directory"
