@@ -102,6 +102,25 @@ def task_draft_hash(task: Task) -> str:
     return content_hash(draft_manifest(task), files)
 
 
+def _rubric_create(rubric: Rubric, criteria: Iterable[tuple[int, Any]]) -> None:
+    """Save ``rubric`` with copies of ``criteria`` (position, criterion-like) in one insert."""
+    rubric.save()
+    Criterion.objects.bulk_create(
+        Criterion(
+            rubric=rubric,
+            key=c.key,
+            title=c.title,
+            description=c.description,
+            points=c.points,
+            kind=c.kind,
+            rule=c.rule,
+            levels=c.levels,
+            position=position,
+        )
+        for position, c in criteria
+    )
+
+
 @transaction.atomic
 def version_freeze(
     *, task: Task, user: User | None, manifest_text: str = ""
@@ -145,20 +164,8 @@ def version_freeze(
     )
     draft_rubric = getattr(task, "rubric", None)
     if draft_rubric is not None:
-        frozen = Rubric.objects.create(version=version)
-        Criterion.objects.bulk_create(
-            Criterion(
-                rubric=frozen,
-                key=c.key,
-                title=c.title,
-                description=c.description,
-                points=c.points,
-                kind=c.kind,
-                rule=c.rule,
-                levels=c.levels,
-                position=c.position,
-            )
-            for c in draft_rubric.criteria.all()
+        _rubric_create(
+            Rubric(version=version), ((c.position, c) for c in draft_rubric.criteria.all())
         )
     return version, True
 
@@ -359,21 +366,7 @@ def _draft_replace(*, task: Task, bundle: Bundle) -> bool:
         for f in bundle.files
     )
     if bundle.criteria is not None:
-        rubric = Rubric.objects.create(task=task)
-        Criterion.objects.bulk_create(
-            Criterion(
-                rubric=rubric,
-                key=c.key,
-                title=c.title,
-                description=c.description,
-                points=c.points,
-                kind=c.kind,
-                rule=c.rule,
-                levels=c.levels,
-                position=position,
-            )
-            for position, c in enumerate(bundle.criteria)
-        )
+        _rubric_create(Rubric(task=task), enumerate(bundle.criteria))
     return True
 
 
