@@ -289,6 +289,7 @@ def _seed_submissions(connection: Any, world: dict[str, Any], total: int) -> dic
         ReviewScore,
     )
     from rubrics.models import CriterionScore
+    from submissions.fingerprint import solution_key
     from submissions.models import GradingRun, Submission, SubmissionFile
 
     rng = random.Random(20261129)
@@ -341,6 +342,7 @@ def _seed_submissions(connection: Any, world: dict[str, Any], total: int) -> dic
                 "verdict",
                 "attempts",
                 "status_changed_at",
+                "code_key",
             ],
             (
                 (
@@ -356,6 +358,8 @@ def _seed_submissions(connection: Any, world: dict[str, Any], total: int) -> dic
                     "accepted" if ok else "wrong_answer",
                     1,
                     when(pk),
+                    # As submission_create stores it: the key is made on arrival.
+                    solution_key([("solution.py", code(pk))]),
                 )
                 for pk, v, _, ok, *_ in plan
             ),

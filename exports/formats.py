@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC
 from typing import Any
 
 import pyarrow as pa
@@ -155,7 +154,7 @@ def submission_columns(submission: SubmissionData) -> dict[str, Any]:
         "score": submission.score,
         "scored_by": submission.scored_by,
         "review_decision": submission.decision,
-        "submitted_at": submission.created_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "submitted_at": submission.submitted_at,
     }
 
 

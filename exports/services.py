@@ -11,8 +11,10 @@ silent for ``STALE_AFTER``.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import re
 import tempfile
 import time
@@ -51,6 +53,7 @@ RESERVED_SLUGS = frozenset({"new", "snapshots"})  # page paths beside /exports/<
 STALE_AFTER = timedelta(minutes=10)
 PROGRESS_EVERY_S = 0.5
 ERROR_CHARS = 2000
+SCRATCH = ".export-scratch"  # under local storage's root: where builds write
 
 
 class NotAllowed(Exception):
@@ -253,7 +256,7 @@ def _build(snapshot: Snapshot, attempt: int) -> None:
     version = snapshot.version
     spec = spec_of(version)
     prefix = storage_prefix(snapshot)
-    with tempfile.TemporaryDirectory(prefix="benchwright-export-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="benchwright-export-", dir=_scratch_root()) as tmp:
         folder = Path(tmp) / "dataset"
         folder.mkdir()
         result = Builder(
@@ -333,7 +336,37 @@ def _write_card_and_manifest(
     return [*files, path]
 
 
+def _local_path(name: str) -> Path | None:
+    """Where local (filesystem) storage keeps ``name``; None for remote storage."""
+    try:
+        return Path(default_storage.path(name))
+    except NotImplementedError:
+        return None
+
+
+def _scratch_root() -> str | None:
+    """Builds write beside local storage, on the same disk, so that storing a
+    file is a hard link rather than a copy of a hundred megabytes. With remote
+    storage, the system's temporary directory."""
+    root = _local_path(SCRATCH)
+    if root is None:
+        return None
+    root.mkdir(parents=True, exist_ok=True)
+    return str(root)
+
+
 def _store(name: str, path: Path) -> str:
+    target = _local_path(name)
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)  # never replaces a file already there
+            return name
+        except FileExistsError:
+            raise RuntimeError(f"storage already holds {name}") from None
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:  # another disk after all: copy
+                raise
     with path.open("rb") as fh:
         stored = default_storage.save(name, File(fh, name=path.name))
     if stored != name:

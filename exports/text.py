@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .dedup import split_name
+from submissions.fingerprint import split_name
 
 _BACKTICKS = re.compile(r"`+")
 

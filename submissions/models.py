@@ -50,6 +50,14 @@ class Submission(TimeStamped):
         max_length=20, choices=SubmissionStatus.choices, default=SubmissionStatus.QUEUED
     )
     verdict = models.CharField(max_length=40, blank=True, help_text="Of the latest grading run.")
+    code_key = models.BinaryField(
+        max_length=16,
+        null=True,
+        editable=False,
+        help_text="submissions.fingerprint.solution_key of the files, made once on arrival: "
+        "equal for solutions that differ only in comments, whitespace, file names or order. "
+        "Null where a row was written without the services; readers compute it then.",
+    )
     attempts = models.PositiveIntegerField(default=0, help_text="Grading attempts started.")
     status_changed_at = models.DateTimeField(null=True, blank=True)
     api_token = models.ForeignKey(

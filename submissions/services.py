@@ -31,6 +31,7 @@ from tasks.models import TaskVersion
 from tasks.selectors import grading_payload
 from webhooks import services as webhook_services
 
+from .fingerprint import solution_key
 from .models import (
     SUBMISSION_TRANSITIONS,
     GradingRun,
@@ -82,6 +83,7 @@ def submission_create(
         labels=dict(labels or {}),
         status_changed_at=timezone.now(),
         api_token_id=api_token_id,
+        code_key=solution_key(files.items()),
     )
     SubmissionFile.objects.bulk_create(
         SubmissionFile(submission=submission, path=path, content=content)
@@ -122,6 +124,7 @@ def submissions_create_batch(
             status_changed_at=now,
             created_at=now,
             api_token_id=api_token_id,
+            code_key=solution_key(item.files.items()),
         )
         for item in items
     )

@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 
 from benchwright import roles
 from rubrics.models import Criterion, CriterionKind, Rubric
+from submissions.fingerprint import solution_key
 from submissions.models import Submission, SubmissionFile
 from tasks import services as task_services
 from tasks.models import (
@@ -137,9 +138,11 @@ def make_submission(
         assert task.current_version is not None
         version = task.current_version
     submitter = submitter or make_user(roles.API_CLIENT)
+    files = files or {"solution.py": "print('hi')\n"}
+    fields.setdefault("code_key", solution_key(files.items()))  # as submission_create does
     submission = Submission.objects.create(
         task_version=version, submitter=submitter, model_name="test-model", **fields
     )
-    for path, content in (files or {"solution.py": "print('hi')\n"}).items():
+    for path, content in files.items():
         SubmissionFile.objects.create(submission=submission, path=path, content=content)
     return submission

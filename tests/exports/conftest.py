@@ -371,7 +371,7 @@ def rows_of(snapshot: Snapshot, split: str) -> list[dict[str, Any]]:
     path = snapshot_folder(snapshot) / "data" / f"{split}.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in path.read_bytes().split(b"\n") if line]
 
 
 def all_rows(snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -3,7 +3,8 @@ reformatted or renamed, is one solution."""
 
 from __future__ import annotations
 
-from exports.dedup import is_explanation, normalise, solution_key
+from submissions.fingerprint import is_explanation, normalise, solution_key
+from submissions.models import Submission
 from tests.exports.conftest import all_rows, build, define, graded, republish, solution
 
 PYTHON = '''import torch  # the one import
@@ -67,4 +68,33 @@ def test_an_export_keeps_the_first_copy_of_a_solution_per_task_and_counts_the_re
     assert again.pk not in ids, "a copy submitted to a later version of the task"
     # The same code for another task is another row.
     assert {elsewhere.pk, twin.pk} <= ids
+    assert snapshot.manifest["skipped"]["duplicate"] == len(world.tasks) + 1
+
+
+def test_the_export_uses_the_key_stored_on_arrival(world):
+    """Two different solutions that were given the same key on arrival are one
+    solution to the export: it reads the key, it does not make it again."""
+    task = world.tasks[2]
+    first = graded(task.current_version, world.submitter, {"solution.py": solution(70)})
+    other = graded(task.current_version, world.submitter, {"solution.py": solution(71)})
+    Submission.objects.filter(pk=other.pk).update(code_key=first.code_key)
+
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+
+    ids = {row["submission_id"] for row in all_rows(snapshot)}
+    assert first.pk in ids and other.pk not in ids
+    assert snapshot.manifest["skipped"]["duplicate"] == len(world.tasks) + 1
+
+
+def test_a_submission_without_a_stored_key_is_keyed_by_the_export(world):
+    """Rows written past the services have no key: the export makes it."""
+    task = world.tasks[3]
+    first_copy = world.submissions[task.slug][0]
+    again = graded(task.current_version, world.submitter, {"b.py": "#x\n" + solution(0)})
+    Submission.objects.filter(pk__in=[first_copy.pk, again.pk]).update(code_key=None)
+
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+
+    ids = {row["submission_id"] for row in all_rows(snapshot)}
+    assert first_copy.pk in ids and again.pk not in ids
     assert snapshot.manifest["skipped"]["duplicate"] == len(world.tasks) + 1

@@ -1,12 +1,15 @@
-"""Near-duplicate detection: a solution's key is a hash of its code with comments
-and whitespace removed, so reformatting or recommenting a solution does not make
-it new.
+"""A solution's fingerprint for near-duplicate detection: a hash of its code with
+comments and whitespace removed, so reformatting or recommenting a solution does
+not make it new. It is made once, when a submission arrives
+(``Submission.code_key``); dataset exports drop a solution whose key an earlier
+one of the same task had.
 
 Comments are stripped by a lexer that knows string literals (a ``#`` or ``//``
 inside a string stays), one regular expression per language family; then all
 whitespace goes, inside strings too (a near-duplicate may differ there). It is
-twenty times faster than ``tokenize`` on Python sources, which matters at tens of
-thousands of rows a second, and it also covers C++ and CUDA.
+twenty times faster than ``tokenize`` on Python sources, and it also covers C++
+and CUDA. Changing what a key is needs a migration that makes the stored keys
+again, or old and new keys never match.
 """
 
 from __future__ import annotations
