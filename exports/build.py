@@ -47,7 +47,7 @@ from .source import SubmissionData, VersionData
 from .spec import SPLITS, Spec
 from .splits import split_of
 from .text import render_solution
-from .writer import SplitWriter
+from .writer import ArchivePart, SplitWriter
 
 Row = tuple[VersionData, dict[str, Any]]
 Progress = Callable[[int, int, int], None]  # items done, items total, rows written
@@ -66,6 +66,8 @@ class BuildResult:
     skipped: dict[str, int]
     items_total: int
     files: list[Path] = field(default_factory=list)
+    # The JSON lines' tar.gz members, compressed during the build (by data file).
+    archive_parts: dict[Path, ArchivePart] = field(default_factory=dict)
 
 
 class Builder:
@@ -77,7 +79,10 @@ class Builder:
         self.identities = identities and spec.format != ExportFormat.RL
         self.schema = schema_for(spec.format, identities=self.identities)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="export-writer")
-        self.writers = {name: SplitWriter(folder, name, self.schema, self._pool) for name in SPLITS}
+        parts = folder.parent / "archive-parts"  # outside the dataset folder
+        self.writers = {
+            name: SplitWriter(folder, name, self.schema, self._pool, parts) for name in SPLITS
+        }
         self.skipped: Counter[str] = Counter()
         self.tasks: dict[str, set[str]] = {name: set() for name in SPLITS}
         self.versions: dict[str, set[int]] = {name: set() for name in SPLITS}
@@ -127,6 +132,11 @@ class Builder:
             skipped={key: self.skipped[key] for key in sorted(self.skipped)},
             items_total=self.total,
             files=files,
+            archive_parts={
+                writer.jsonl_path: writer.archive_part
+                for writer in self.writers.values()
+                if writer.rows
+            },
         )
 
     # Shared steps ------------------------------------------------------------------------------

@@ -269,7 +269,9 @@ def _build(snapshot: Snapshot, attempt: int) -> None:
         files = _write_card_and_manifest(snapshot, folder, spec, result, exported_at)
         archive = Path(tmp) / "snapshot.tar.gz"
         top = prefix.rsplit("/", 1)[-1]
-        write_archive(archive, folder, top, files, int(exported_at.timestamp()))
+        write_archive(
+            archive, folder, top, files, int(exported_at.timestamp()), result.archive_parts
+        )
         if not _mine(snapshot.pk, attempt).update(updated_at=timezone.now()):
             raise BuildAborted(f"snapshot {snapshot.pk} attempt {attempt} was taken over")
         discard_files(snapshot)  # what an earlier, dead attempt left

@@ -13,7 +13,7 @@ Hidden task files are read here for one purpose only: to build each version's
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,22 +138,39 @@ class SubmissionData:
         return "review" if self.decision is not None else "grader"
 
 
+class IdArray:
+    """Ids for ``ids_in``, made integers and written out as PostgreSQL array text
+    once: a chunk's ids go into several queries."""
+
+    __slots__ = ("ids", "text")
+
+    def __init__(self, ids: Iterable[int]) -> None:
+        self.ids = [int(pk) for pk in ids]
+        self.text = "{" + ",".join(map(str, self.ids)) + "}"
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 class IdIn(Lookup):  # type: ignore[type-arg]
     """``column IN (ids)``, as ``column = ANY(%s::bigint[])`` with one array
     parameter on PostgreSQL: a chunk's 2,000 ids as 2,000 placeholders cost more to
-    build and parse than the query takes to run. The array goes as its text form,
-    made in one ``join``: psycopg would dump a Python list element by element.
-    Used as ``filter(IdIn(F("column"), ids))``."""
+    build and parse than the query takes to run. The array goes as its text form
+    (``IdArray``): psycopg would dump a Python list element by element.
+    Made by ``ids_in``."""
 
     lookup_name = "id_in"
     prepare_rhs = False
 
     def as_sql(self, compiler: Any, connection: Any) -> Any:
         lhs, params = self.process_lhs(compiler, connection)
-        ids = [int(pk) for pk in self.rhs]
+        array: IdArray = self.rhs
         if connection.vendor == "postgresql":
-            return f"{lhs} = ANY(%s::bigint[])", (*params, f"{{{','.join(map(str, ids))}}}")
-        return f"{lhs} IN ({', '.join(['%s'] * len(ids))})", (*params, *ids)
+            return f"{lhs} = ANY(%s::bigint[])", (*params, array.text)
+        return f"{lhs} IN ({', '.join(['%s'] * len(array))})", (*params, *array.ids)
 
 
 class IsoUtc(Func):
@@ -179,8 +196,8 @@ class IsoUtc(Func):
         raise NotSupportedError(f"IsoUtc has no SQL for {connection.vendor}")
 
 
-def ids_in(column: str, ids: Sequence[int]) -> IdIn:
-    return IdIn(F(column), list(ids))
+def ids_in(column: str, ids: Iterable[int] | IdArray) -> IdIn:
+    return IdIn(F(column), ids if isinstance(ids, IdArray) else IdArray(ids))
 
 
 # Task versions -------------------------------------------------------------------------------
@@ -354,7 +371,7 @@ def _complete(
     chunk: list[SubmissionData], version: VersionData, *, files: bool, reviews: bool
 ) -> list[SubmissionData]:
     by_id = {s.id: s for s in chunk}
-    ids = list(by_id)
+    ids = IdArray(by_id)
     if files:
         for submission_id, rows in files_of(ids).items():
             by_id[submission_id].files = rows
@@ -365,46 +382,68 @@ def _complete(
         by_id[submission_id].run_id = run_id  # the last attempt wins
         by_id[submission_id].speedup = speedup
     # Criterion points are read only where needed: a final review's score stands for
-    # itself, but critiques show every criterion, and an explanation needs its own.
+    # itself, but an explanation needs its own points, and critiques show which
+    # automatic criteria the grader found met.
     _score(
-        {
+        version,
+        points={
             pk: s
             for pk, s in by_id.items()
-            if reviews or s.outcome_score is None or any(is_explanation(p) for p, _ in s.files)
+            if s.outcome_score is None or any(is_explanation(p) for p, _ in s.files)
         },
-        version,
+        met=by_id if reviews else {},
     )
     if reviews:
         _attach_reviews(by_id, version)
     return chunk
 
 
-def _score(by_id: dict[int, SubmissionData], version: VersionData) -> None:
+def _score(
+    version: VersionData,
+    *,
+    points: dict[int, SubmissionData],
+    met: dict[int, SubmissionData],
+) -> None:
     """Effective points per criterion, as the submission page shows them: the latest
     run's automatic points, overridden by reviewers' consensus points. The score is
     the final review outcome's (reviewers' mean total, or the adjudicator's), else
     the rubric total of the grader's points (achieved over positive points
-    available, clipped to [0, 1])."""
-    if not by_id:
-        return
+    available, clipped to [0, 1]).
+
+    ``points``: the submissions whose points are needed (every row: the grader's
+    and the reviewers' consensus); ``met``: those whose latest run's rows are
+    enough, for which automatic criteria it found met."""
     keys = {c.id: c.key for c in version.criteria}
-    scores = (
-        CriterionScore.objects.filter(ids_in("submission_id", list(by_id)))
-        .order_by("id")
-        .values_list("submission_id", "criterion_id", "points", "grading_run_id", "met")
-    )
-    for submission_id, criterion_id, points, run_id, met in scores:
-        submission = by_id[submission_id]
-        key = keys.get(criterion_id)
-        if key is None or (run_id is not None and run_id != submission.run_id):
-            continue
-        if run_id is not None and key in submission.awarded:
-            continue  # a reviewers' consensus (no run) already overrides this one
-        submission.awarded[key] = points
-        if run_id is not None:
-            submission.met[key] = met
+    queries = []
+    if points:
+        queries.append(CriterionScore.objects.filter(ids_in("submission_id", points)))
+    met_only = [pk for pk in met if pk not in points]
+    if met_only:
+        queries.append(
+            CriterionScore.objects.filter(
+                ids_in("submission_id", met_only), grading_run_id__isnull=False
+            )
+        )
+    by_id = met | points
+    consensus: list[tuple[SubmissionData, str, float]] = []
+    for query in queries:
+        rows = query.order_by("submission_id", "id").values_list(
+            "submission_id", "criterion_id", "points", "grading_run_id", "met"
+        )
+        for submission_id, criterion_id, awarded, run_id, was_met in rows:
+            submission = by_id[submission_id]
+            key = keys.get(criterion_id)
+            if key is None:
+                continue
+            if run_id is None:
+                consensus.append((submission, key, awarded))
+            elif run_id == submission.run_id:
+                submission.awarded[key] = awarded
+                submission.met[key] = was_met
+    for submission, key, awarded in consensus:  # in id order: the latest stands
+        submission.awarded[key] = awarded
     available = version.positive_points
-    for submission in by_id.values():
+    for submission in points.values():
         if submission.outcome_score is not None:
             submission.score = submission.outcome_score
             continue
@@ -417,7 +456,7 @@ def _attach_reviews(by_id: dict[int, SubmissionData], version: VersionData) -> N
     keys = {c.id: c.key for c in version.criteria}
     reviews: dict[int, ReviewData] = {}
     rows = (
-        Review.objects.filter(ids_in("submission_id", list(by_id)))
+        Review.objects.filter(ids_in("submission_id", by_id))
         .order_by("submission_id", "created_at", "id")
         .values_list("id", "submission_id", "grading_run_id", "decision", "score", "feedback")
     )
@@ -428,9 +467,8 @@ def _attach_reviews(by_id: dict[int, SubmissionData], version: VersionData) -> N
             submission.reviews.append(reviews[review_id])
     if not reviews:
         return
-    scores = ReviewScore.objects.filter(ids_in("review_id", list(reviews))).order_by(
-        "review_id", "id"
-    )
+    review_ids = IdArray(reviews)
+    scores = ReviewScore.objects.filter(ids_in("review_id", review_ids)).order_by("review_id", "id")
     for review_id, criterion_id, points, comment, overturned in scores.values_list(
         "review_id", "criterion_id", "points", "comment", "overturned"
     ):
@@ -443,7 +481,7 @@ def _attach_reviews(by_id: dict[int, SubmissionData], version: VersionData) -> N
                     "overturned": overturned,
                 }
             )
-    comments = LineComment.objects.filter(ids_in("review_id", list(reviews))).order_by(
+    comments = LineComment.objects.filter(ids_in("review_id", review_ids)).order_by(
         "review_id", "path", "line", "id"
     )
     for review_id, path, line, body in comments.values_list("review_id", "path", "line", "body"):
@@ -456,9 +494,10 @@ def pairwise_votes(version_id: int) -> list[tuple[int, int, str]]:
     return list(judgements.values_list("submission_a_id", "submission_b_id", "winner"))
 
 
-def files_of(submission_ids: Sequence[int]) -> dict[int, list[tuple[str, str]]]:
-    files: dict[int, list[tuple[str, str]]] = {pk: [] for pk in submission_ids}
-    rows = SubmissionFile.objects.filter(ids_in("submission_id", submission_ids)).order_by(
+def files_of(submission_ids: Iterable[int] | IdArray) -> dict[int, list[tuple[str, str]]]:
+    ids = submission_ids if isinstance(submission_ids, IdArray) else IdArray(submission_ids)
+    files: dict[int, list[tuple[str, str]]] = {pk: [] for pk in ids}
+    rows = SubmissionFile.objects.filter(ids_in("submission_id", ids)).order_by(
         "submission_id", "path"
     )
     for submission_id, path, content in rows.values_list("submission_id", "path", "content"):

@@ -1,13 +1,19 @@
 """The split writer makes each Parquet row group by parsing the batch's JSON lines
 with Arrow, on a background thread: both files must hold exactly the rows given,
-whatever their values, and a failure there must reach the build."""
+whatever their values, and a failure there must reach the build. The tar.gz is
+a series of gzip members, the JSON lines' compressed during the build: it must
+decompress to exactly the tar that ``tarfile`` writes, and GNU tar must read it."""
 
 from __future__ import annotations
 
 import errno
 import gc
+import gzip
+import io
 import json
 import os
+import subprocess
+import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -20,7 +26,7 @@ from exports import build as export_build
 from exports import services as export_services
 from exports.formats import CHAT
 from exports.models import Snapshot
-from exports.writer import SplitWriter
+from exports.writer import SplitWriter, write_archive
 from tests.exports.conftest import all_rows, build, define, snapshot_folder
 
 SCHEMA = pa.schema(
@@ -77,7 +83,7 @@ AWKWARD: list[dict[str, Any]] = [
 def write_rows(folder: Path, rows: list[dict[str, Any]], monkeypatch, group: int = 3) -> list[Path]:
     monkeypatch.setattr("exports.writer.ROW_GROUP_ROWS", group)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        writer = SplitWriter(folder, "train", SCHEMA, pool)
+        writer = SplitWriter(folder, "train", SCHEMA, pool, folder / "parts")
         for row in rows:
             writer.write(row)
         return writer.close()
@@ -207,3 +213,83 @@ def test_storing_falls_back_to_a_copy_across_disks(world, monkeypatch):
 
     assert all_rows(snapshot)
     assert (snapshot_folder(snapshot) / "manifest.json").exists()
+
+
+def tarfile_reference(folder: Path, top: str, files: list[Path], mtime: int) -> bytes:
+    """The uncompressed tar that Python's tarfile writes for the same members."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(files, key=lambda p: p.relative_to(folder).as_posix()):
+            info = tarfile.TarInfo(f"{top}/{path.relative_to(folder).as_posix()}")
+            info.size = path.stat().st_size
+            info.mtime = mtime
+            info.mode = 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            with path.open("rb") as fh:
+                tar.addfile(info, fh)
+    return buffer.getvalue()
+
+
+def dataset_with_parts(tmp_path: Path, monkeypatch) -> tuple[Path, list[Path], dict]:
+    folder = tmp_path / "dataset"
+    monkeypatch.setattr("exports.writer.ROW_GROUP_ROWS", 2)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        writer = SplitWriter(folder, "train", SCHEMA, pool, tmp_path / "parts")
+        for row in AWKWARD * 2:
+            writer.write(row)
+        files = writer.close()
+    (folder / "README.md").write_text("# A card\n" + "x" * 700, encoding="utf-8")
+    (folder / "manifest.json").write_text("{}", encoding="utf-8")
+    files += [folder / "README.md", folder / "manifest.json"]
+    return folder, files, {writer.jsonl_path: writer.archive_part}
+
+
+def test_the_archive_decompresses_to_exactly_the_tar_that_tarfile_writes(tmp_path, monkeypatch):
+    folder, files, parts = dataset_with_parts(tmp_path, monkeypatch)
+    archive = tmp_path / "snapshot.tar.gz"
+
+    write_archive(archive, folder, "snapshot-9", files, 1_700_000_000, parts)
+
+    expected = tarfile_reference(folder, "snapshot-9", files, 1_700_000_000)
+    assert gzip.decompress(archive.read_bytes()) == expected
+    # The JSON lines' member was made during the build and copied as it was.
+    part = next(iter(parts.values()))
+    assert part.path.read_bytes() in archive.read_bytes()
+
+
+def test_gnu_tar_and_gzip_read_the_archive(tmp_path, monkeypatch):
+    folder, files, parts = dataset_with_parts(tmp_path, monkeypatch)
+    archive = tmp_path / "snapshot.tar.gz"
+    write_archive(archive, folder, "snapshot-9", files, 1_700_000_000, parts)
+
+    subprocess.run(["gzip", "--test", str(archive)], check=True)
+    listed = subprocess.run(
+        ["tar", "--list", "--gzip", "--file", str(archive)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert listed == [
+        "snapshot-9/README.md",
+        "snapshot-9/data/train.jsonl",
+        "snapshot-9/data/train.parquet",
+        "snapshot-9/manifest.json",
+    ]
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run(["tar", "-xzf", str(archive), "-C", str(out)], check=True)
+    for path in files:
+        assert (out / "snapshot-9" / path.relative_to(folder)).read_bytes() == path.read_bytes()
+
+
+def test_a_part_that_no_longer_matches_its_file_is_not_used(tmp_path, monkeypatch):
+    folder, files, parts = dataset_with_parts(tmp_path, monkeypatch)
+    jsonl = next(iter(parts))
+    with jsonl.open("ab") as fh:
+        fh.write(b'{"late": true}\n')
+    archive = tmp_path / "snapshot.tar.gz"
+
+    write_archive(archive, folder, "top", files, 0, parts)
+
+    assert gzip.decompress(archive.read_bytes()) == tarfile_reference(folder, "top", files, 0)
