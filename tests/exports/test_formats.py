@@ -255,3 +255,34 @@ def test_the_source_streams_submissions_in_chunks_that_never_span_versions(world
 
 def test_messages_column_is_a_list_of_role_content_structs():
     assert pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])) == CHAT
+
+
+def test_critique_automatic_column_is_the_graders_even_where_reviewers_overrode_it(world):
+    """A reviewers' consensus that overturned an automatic criterion changes the
+    points, not what the grader found; the row shows the grader's finding whatever
+    order the scores were written in (here: the run's own score written last, as
+    after a re-grade)."""
+    from rubrics.models import CriterionScore, ScoreSource
+
+    submission = world.submissions["beta-relu"][0]
+    graded_score = CriterionScore.objects.get(
+        submission=submission, criterion__key="correct", grading_run__isnull=False
+    )
+    CriterionScore.objects.create(
+        submission=submission,
+        criterion=graded_score.criterion,
+        source=ScoreSource.HUMAN,
+        points=0.0,
+        detail="overturned by 1 of 1 reviewer(s)",
+    )
+    graded_score.delete()
+    graded_score.pk = None
+    graded_score.save()  # a larger id than the consensus
+
+    snapshot = build(define(world.owner, format="critique"), world.owner)
+
+    row = next(r for r in all_rows(snapshot) if r["submission_id"] == submission.pk)
+    assert row["automatic"] == [
+        {"key": "correct", "met": True, "points": 5.0},
+        {"key": "integrity", "met": False, "points": 0.0},
+    ]
