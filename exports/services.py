@@ -358,11 +358,16 @@ def _scratch_root() -> str | None:
 
 
 def _store(name: str, path: Path) -> str:
+    """Put a built file into storage under ``name``: on local storage a hard link
+    (with the permissions the storage gives files it saves), elsewhere a copy."""
     target = _local_path(name)
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(path, target)  # never replaces a file already there
+            mode = getattr(default_storage, "file_permissions_mode", None)
+            if mode is not None:
+                os.chmod(target, mode)
             return name
         except FileExistsError:
             raise RuntimeError(f"storage already holds {name}") from None

@@ -293,3 +293,13 @@ def test_a_part_that_no_longer_matches_its_file_is_not_used(tmp_path, monkeypatc
     write_archive(archive, folder, "top", files, 0, parts)
 
     assert gzip.decompress(archive.read_bytes()) == tarfile_reference(folder, "top", files, 0)
+
+
+def test_stored_files_get_the_permissions_storage_gives_its_files(world, settings):
+    settings.FILE_UPLOAD_PERMISSIONS = 0o640
+
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+
+    folder = snapshot_folder(snapshot)
+    for path in [*folder.rglob("*.jsonl"), folder / "manifest.json"]:
+        assert path.stat().st_mode & 0o777 == 0o640
