@@ -3,10 +3,12 @@ freezes a new version); versions and snapshots are read-only here."""
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from .models import DefinitionVersion, ExportDefinition, Snapshot
+from . import services
+from .models import DefinitionVersion, ExportDefinition, Snapshot, SnapshotStatus
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -44,6 +46,30 @@ class DefinitionVersionAdmin(ReadOnlyAdmin):
 
 @admin.register(Snapshot)
 class SnapshotAdmin(ReadOnlyAdmin):
+    """Deleting a snapshot here deletes its files too (``snapshot_delete``); a queued
+    or running one cannot be deleted."""
+
     list_display = ["pk", "version", "status", "rows_written", "created_by", "created_at"]
     list_filter = ["status"]
     search_fields = ["version__definition__slug"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        finished = obj is None or obj.status in (SnapshotStatus.SUCCEEDED, SnapshotStatus.FAILED)
+        return finished and super().has_delete_permission(request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: Snapshot) -> None:
+        services.snapshot_delete(snapshot_id=obj.pk)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Snapshot]) -> None:
+        busy = []
+        for pk in queryset.values_list("pk", flat=True):
+            try:
+                services.snapshot_delete(snapshot_id=pk)
+            except services.SnapshotBusy:
+                busy.append(pk)
+        if busy:
+            self.message_user(
+                request,
+                f"Not deleted, still queued or running: snapshots {', '.join(map(str, busy))}.",
+                level=messages.WARNING,
+            )

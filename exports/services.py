@@ -170,6 +170,24 @@ def snapshot_create(*, definition: ExportDefinition, user: User) -> Snapshot:
     return snapshot
 
 
+class SnapshotBusy(Exception):
+    """The snapshot is queued or being built: it cannot be deleted now."""
+
+
+def snapshot_delete(*, snapshot_id: int) -> None:
+    """Delete a finished snapshot (succeeded or failed) and, once that commits, its
+    files in storage. A queued or running one is refused: its build would go on
+    writing files that nothing refers to."""
+    snapshot = Snapshot.objects.select_related("version__definition").get(pk=snapshot_id)
+    prefix = storage_prefix(snapshot)
+    deleted, _ = Snapshot.objects.filter(
+        pk=snapshot_id, status__in=[SnapshotStatus.SUCCEEDED, SnapshotStatus.FAILED]
+    ).delete()
+    if not deleted:
+        raise SnapshotBusy(f"snapshot {snapshot_id} is {snapshot.status}; wait for it to finish")
+    transaction.on_commit(lambda: _discard_prefix(prefix))
+
+
 def snapshot_claim(*, snapshot_id: int) -> int | None:
     """queued -> running, or a stale running build -> running again (its worker
     died). One conditional UPDATE, so two workers never both claim the same
@@ -383,7 +401,10 @@ def _store(name: str, path: Path) -> str:
 
 def discard_files(snapshot: Snapshot) -> None:
     """Remove whatever this snapshot has in storage (a failed or dead build's files)."""
-    prefix = storage_prefix(snapshot)
+    _discard_prefix(storage_prefix(snapshot))
+
+
+def _discard_prefix(prefix: str) -> None:
     for name in (f"{prefix}.tar.gz", *_stored_under(prefix)):
         if default_storage.exists(name):
             default_storage.delete(name)
