@@ -184,6 +184,18 @@ def gzip_member(data: bytes) -> bytes:
     return deflate.compress(data) + deflate.flush()
 
 
+def tar_info(folder: Path, top: str, path: Path, mtime: int) -> tarfile.TarInfo:
+    """A member's header fields: its path below ``top``, its size, and nothing that
+    depends on the machine (owner, modes, time)."""
+    info = tarfile.TarInfo(f"{top}/{path.relative_to(folder).as_posix()}")
+    info.size = path.stat().st_size
+    info.mtime = mtime
+    info.mode = 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
 def write_archive(
     target: Path,
     folder: Path,
@@ -204,12 +216,7 @@ def write_archive(
     offset = 0
     with target.open("wb") as out:
         for path in sorted(files, key=lambda p: p.relative_to(folder).as_posix()):
-            info = tarfile.TarInfo(f"{top}/{path.relative_to(folder).as_posix()}")
-            info.size = path.stat().st_size
-            info.mtime = mtime
-            info.mode = 0o644
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
+            info = tar_info(folder, top, path, mtime)
             header = info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape")
             out.write(gzip_member(header))
             part = parts.get(path)

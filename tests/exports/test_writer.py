@@ -26,7 +26,7 @@ from exports import build as export_build
 from exports import services as export_services
 from exports.formats import CHAT
 from exports.models import Snapshot
-from exports.writer import SplitWriter, write_archive
+from exports.writer import SplitWriter, tar_info, write_archive
 from tests.exports.conftest import all_rows, build, define, snapshot_folder
 
 SCHEMA = pa.schema(
@@ -220,14 +220,8 @@ def tarfile_reference(folder: Path, top: str, files: list[Path], mtime: int) -> 
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for path in sorted(files, key=lambda p: p.relative_to(folder).as_posix()):
-            info = tarfile.TarInfo(f"{top}/{path.relative_to(folder).as_posix()}")
-            info.size = path.stat().st_size
-            info.mtime = mtime
-            info.mode = 0o644
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
             with path.open("rb") as fh:
-                tar.addfile(info, fh)
+                tar.addfile(tar_info(folder, top, path, mtime), fh)
     return buffer.getvalue()
 
 
