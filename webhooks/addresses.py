@@ -7,18 +7,22 @@ public one, so a webhook cannot be aimed at the platform's own network
 addresses are allowed too; private ranges never are.
 
 The check runs at registration and again before every delivery (DNS may have
-changed in between). Redirects are never followed. A name that resolves to a
+changed in between). A delivery then connects to the address that was checked
+(``PinnedUrl``), never resolving the name again, so a name that resolves to a
 public address when checked and to a private one a moment later (DNS
-rebinding) is not caught here: production web and worker hosts should also
-filter egress to private ranges.
+rebinding) still reaches only the checked one. The request keeps the name in
+its Host header and, over https, in TLS SNI and the certificate check.
+Redirects are never followed.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import httpx
 from django.conf import settings
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -40,8 +44,18 @@ def _resolve(host: str, port: int) -> list[Address]:
     return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
 
 
-def check_callback_url(url: str, *, allow_insecure: bool | None = None) -> None:
-    """Raise RefusedUrl unless the platform may POST events to ``url``."""
+@dataclass(frozen=True)
+class PinnedUrl:
+    """A checked callback URL, and how to reach the address that was checked."""
+
+    url: str  # the URL with its host replaced by the checked address
+    host: str  # the Host header: the URL's own host (and port)
+    server_name: str  # the name TLS asks for and checks the certificate against
+
+
+def check_callback_url(url: str, *, allow_insecure: bool | None = None) -> PinnedUrl:
+    """Raise RefusedUrl unless the platform may POST events to ``url``; else say
+    where to connect."""
     if allow_insecure is None:
         allow_insecure = bool(settings.WEBHOOKS_ALLOW_INSECURE)
     try:
@@ -64,3 +78,9 @@ def check_callback_url(url: str, *, allow_insecure: bool | None = None) -> None:
             continue
         if not address.is_global or address.is_multicast:
             raise RefusedUrl(f"{parts.hostname!r} resolves to a non-public address ({address})")
+    target = httpx.URL(url)
+    return PinnedUrl(
+        url=str(target.copy_with(host=str(addresses[0]))),
+        host=target.netloc.decode("ascii"),
+        server_name=target.raw_host.decode("ascii"),
+    )

@@ -158,16 +158,22 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str, str, int]:
     endpoint = delivery.endpoint
     started = time.monotonic()
     try:
-        addresses.check_callback_url(endpoint.url)
+        pinned = addresses.check_callback_url(endpoint.url)
         headers = signing.headers(
             endpoint.secret, delivery.webhook_id, int(time.time()), delivery.body
         )
         headers["user-agent"] = USER_AGENT
+        headers["host"] = pinned.host
         # No redirects (they could point anywhere) and no proxies from the environment.
         with httpx.Client(
             follow_redirects=False, trust_env=False, timeout=settings.WEBHOOK_TIMEOUT_S
         ) as client:
-            response = client.post(endpoint.url, content=delivery.body.encode(), headers=headers)
+            response = client.post(
+                pinned.url,  # the checked address: the name is not resolved again
+                content=delivery.body.encode(),
+                headers=headers,
+                extensions={"sni_hostname": pinned.server_name},
+            )
             excerpt = response.content[: EXCERPT_CHARS * 4].decode("utf-8", "replace")
         code: int | None = response.status_code
         error = ""

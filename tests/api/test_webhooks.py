@@ -7,6 +7,7 @@ import base64
 import hashlib
 import hmac
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -306,3 +307,58 @@ def test_the_sweep_resends_deliveries_whose_retry_is_long_overdue(task, owner):
 
     assert swept == [overdue.pk]
     assert recent.pk not in swept
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_delivery_goes_to_the_address_that_was_checked_not_to_a_rebound_name(
+    receiver_factory, task, owner, monkeypatch, django_capture_on_commit_callbacks
+):
+    """DNS rebinding: the name answers with an allowed address when checked and
+    with a private one afterwards. The delivery connects to the checked address
+    (the name is never resolved again) and still says the name in its Host header."""
+    receiver = receiver_factory([200])
+    port = receiver.server.server_address[1]
+    name = "hooks.rebinding.test"
+    real_getaddrinfo = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def rebinding(host, port_, *args, **kwargs):
+        if host != name:
+            return real_getaddrinfo(host, port_, *args, **kwargs)
+        lookups.append(host)
+        # Registration and the check before delivery see loopback (allowed here);
+        # any later lookup would see a private address.
+        address = "127.0.0.1" if len(lookups) <= 2 else "10.255.255.1"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port_))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    register(owner, f"http://{name}:{port}/hook")
+    with django_capture_on_commit_callbacks():
+        [delivery_id] = services.submission_graded(submission_id=grade(task, owner).pk)
+
+    assert services.delivery_attempt(delivery_id=delivery_id, attempt=1) == "delivered"
+    assert len(lookups) == 2, "the name is resolved at registration and at the check only"
+    headers = {k.lower(): v for k, v in receiver.requests[0]["headers"].items()}
+    assert headers["host"] == f"{name}:{port}"
+
+
+def test_the_checked_address_is_where_a_delivery_connects():
+    pinned = addresses.check_callback_url(
+        "https://93.184.215.14:8443/hook?x=1", allow_insecure=False
+    )
+    assert pinned.url == "https://93.184.215.14:8443/hook?x=1"
+    assert pinned.host == "93.184.215.14:8443"
+
+
+def test_a_name_is_pinned_with_its_own_host_header_and_tls_name(monkeypatch):
+    address = "2606:2800:21f:cb07:6820:80da:af6b:8b2c"
+
+    def public(host, port, *args, **kwargs):
+        return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, port, 0, 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", public)
+
+    pinned = addresses.check_callback_url("https://Bücher.example/hook", allow_insecure=False)
+
+    assert pinned.url == f"https://[{address}]/hook"
+    assert pinned.host == pinned.server_name == "xn--bcher-kva.example"
