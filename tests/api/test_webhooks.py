@@ -8,11 +8,15 @@ import hashlib
 import hmac
 import json
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+import certifi
 import pytest
 from django.test import override_settings
 
@@ -362,3 +366,64 @@ def test_a_name_is_pinned_with_its_own_host_header_and_tls_name(monkeypatch):
 
     assert pinned.url == f"https://[{address}]/hook"
     assert pinned.host == pinned.server_name == "xn--bcher-kva.example"
+
+
+def make_certificates(folder: Path, name: str) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate for ``name`` signed by it."""
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=folder)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=Test CA",
+            "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+            "-keyout", "server.key", "-out", "server.csr")  # fmt: skip
+    (folder / "san.ext").write_text(f"subjectAltName=DNS:{name}\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "1", "-extfile", "san.ext",
+            "-out", "server.pem")  # fmt: skip
+    return folder / "ca.pem", folder / "server.pem", folder / "server.key"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("certified", ["hooks.tls.test", "someone-else.test"])
+def test_https_to_the_pinned_address_asks_for_and_checks_the_name(
+    certified, tmp_path, receiver_factory, task, owner, monkeypatch,
+    django_capture_on_commit_callbacks,
+):  # fmt: skip
+    """The delivery connects to the checked address but TLS still asks for the
+    URL's name (SNI) and checks the certificate against it."""
+    name = "hooks.tls.test"
+    ca, cert, key = make_certificates(tmp_path, certified)
+    receiver = receiver_factory([200])
+    asked: list[str | None] = []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.sni_callback = lambda sock, server_name, ctx: asked.append(server_name)
+    receiver.server.socket = context.wrap_socket(receiver.server.socket, server_side=True)
+    port = receiver.server.server_address[1]
+    real_getaddrinfo = socket.getaddrinfo
+
+    def resolve(host, port_, *args, **kwargs):
+        if host == name:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port_))]
+        return real_getaddrinfo(host, port_, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(certifi, "where", lambda: str(ca))
+    register(owner, f"https://{name}:{port}/hook")
+    with django_capture_on_commit_callbacks():
+        [delivery_id] = services.submission_graded(submission_id=grade(task, owner).pk)
+
+    outcome = services.delivery_attempt(delivery_id=delivery_id, attempt=1)
+
+    assert asked == [name]
+    if certified == name:
+        assert outcome == "delivered"
+        headers = {k.lower(): v for k, v in receiver.requests[0]["headers"].items()}
+        assert headers["host"] == f"{name}:{port}"
+    else:
+        assert outcome.startswith("retry")
+        assert receiver.requests == []
+        (attempt,) = WebhookDelivery.objects.get(pk=delivery_id).attempt_log.all()
+        assert "CERTIFICATE_VERIFY_FAILED" in attempt.error
