@@ -66,8 +66,9 @@ class BuildResult:
     skipped: dict[str, int]
     items_total: int
     files: list[Path] = field(default_factory=list)
-    # The JSON lines' tar.gz members, compressed during the build (by data file).
+    # The JSON lines' tar.gz members and SHA-256 digests, made during the build.
     archive_parts: dict[Path, ArchivePart] = field(default_factory=dict)
+    sha256: dict[Path, str] = field(default_factory=dict)
 
 
 class Builder:
@@ -134,6 +135,11 @@ class Builder:
             files=files,
             archive_parts={
                 writer.jsonl_path: writer.archive_part
+                for writer in self.writers.values()
+                if writer.rows
+            },
+            sha256={
+                writer.jsonl_path: writer.jsonl_sha256.hexdigest()
                 for writer in self.writers.values()
                 if writer.rows
             },

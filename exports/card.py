@@ -155,7 +155,7 @@ def manifest(
         "skipped": dict(result.skipped),
         "files": {
             path.relative_to(folder).as_posix(): {
-                "sha256": file_sha256(path),
+                "sha256": result.sha256.get(path) or file_sha256(path),
                 "bytes": path.stat().st_size,
             }
             for path in sorted(files, key=lambda p: p.relative_to(folder).as_posix())

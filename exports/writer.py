@@ -62,8 +62,10 @@ class SplitWriter:
         self.schema = schema
         self.rows = 0
         self._pool = pool
-        # The JSON lines' member of the tar.gz, compressed as they are written.
+        # The JSON lines' member of the tar.gz and their SHA-256 for the manifest,
+        # both made as the lines are written.
         self.archive_part = ArchivePart(parts / f"{split}.jsonl.gz")
+        self.jsonl_sha256 = hashlib.sha256()
         self._batch = io.BytesIO()  # the lines since the last flush
         self._batch_rows = 0
         self._pending: deque[Future[None]] = deque()
@@ -106,6 +108,7 @@ class SplitWriter:
             self._jsonl = self.jsonl_path.open("wb")
             self._parquet = pq.ParquetWriter(self.parquet_path, self.schema, **PARQUET_OPTIONS)
         self._jsonl.write(data)
+        self.jsonl_sha256.update(data)
         self.archive_part.write(data)
         table = pa_json.read_json(
             io.BytesIO(data),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import gc
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -297,3 +298,16 @@ def test_stored_files_get_the_permissions_storage_gives_its_files(world, setting
     folder = snapshot_folder(snapshot)
     for path in [*folder.rglob("*.jsonl"), folder / "manifest.json"]:
         assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_the_manifest_hashes_made_while_writing_are_the_files_hashes(world, monkeypatch):
+    monkeypatch.setattr("exports.writer.ROW_GROUP_ROWS", 2)  # many batches a split
+
+    snapshot = build(define(world.owner, format="critique"), world.owner)
+
+    folder = snapshot_folder(snapshot)
+    files = snapshot.manifest["files"]
+    assert {"data/train.jsonl", "data/test.jsonl"} <= set(files)
+    for name, entry in files.items():
+        data = (folder / name).read_bytes()
+        assert entry == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
