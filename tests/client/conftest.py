@@ -10,6 +10,7 @@ from django.core.cache import cache
 
 from accounts import services as account_services
 from benchwright import roles
+from submissions import services as submission_services
 from tests import factories
 from tests.api.conftest import publish_with_secrets
 
@@ -24,10 +25,15 @@ def _fresh_throttle_counters():
 @pytest.fixture
 def server(live_server, transactional_db, monkeypatch):
     """A live server, a published task and an API client's token in the environment,
-    as a pipeline would have them."""
+    as a pipeline would have them.
+
+    Gradings are not enqueued: these tests grade through the trusted store where
+    they need grades. A Celery worker alive in the same test session would
+    otherwise write to these submissions while the test's teardown truncates the
+    tables, and PostgreSQL would break the deadlock by failing the teardown."""
+    monkeypatch.setattr(submission_services, "enqueue_grading", lambda *args, **kwargs: None)
+    monkeypatch.setattr(submission_services, "enqueue_grading_many", lambda ids: None)
     author = factories.make_user(roles.AUTHOR)
-    # A kind with no grader yet: a Celery worker alive in the same test session answers
-    # internal_error at once instead of spending seconds in a sandbox per submission.
     task = publish_with_secrets(author, slug="row-softmax", kind="debugging", tags=["softmax"])
     publish_with_secrets(author, slug="gemm-fp16", tags=["gemm"], hardware="h100")
     user = factories.make_user(roles.API_CLIENT, username="pipeline")
