@@ -11,7 +11,6 @@ silent for ``STALE_AFTER``.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -389,9 +388,8 @@ def _store(name: str, path: Path) -> str:
             return name
         except FileExistsError:
             raise RuntimeError(f"storage already holds {name}") from None
-        except OSError as exc:
-            if exc.errno != errno.EXDEV:  # another disk after all: copy
-                raise
+        except OSError:
+            pass  # another disk after all, or one without hard links: copy
     with path.open("rb") as fh:
         stored = default_storage.save(name, File(fh, name=path.name))
     if stored != name:

@@ -204,9 +204,12 @@ def test_stored_files_are_links_to_the_built_ones_and_scratch_is_left_empty(
     assert (snapshot_folder(snapshot) / "data" / "train.jsonl").stat().st_nlink == 1
 
 
-def test_storing_falls_back_to_a_copy_across_disks(world, monkeypatch):
+@pytest.mark.parametrize("refusal", [errno.EXDEV, errno.EPERM, errno.ENOTSUP])
+def test_storing_falls_back_to_a_copy_where_a_hard_link_is_refused(world, monkeypatch, refusal):
+    """Another disk (EXDEV), or a file system without hard links (EPERM, ENOTSUP)."""
+
     def cross_device(source, target):
-        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+        raise OSError(refusal, os.strerror(refusal))
 
     monkeypatch.setattr(export_services.os, "link", cross_device)
 
