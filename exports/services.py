@@ -25,7 +25,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.files import File
-from django.core.files.storage import default_storage
+from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import transaction
 from django.db.models import F, Max, Q, QuerySet
 from django.utils import timezone
@@ -356,11 +356,11 @@ def _write_card_and_manifest(
 
 
 def _local_path(name: str) -> Path | None:
-    """Where local (filesystem) storage keeps ``name``; None for remote storage."""
-    try:
-        return Path(default_storage.path(name))
-    except NotImplementedError:
+    """Where file-system storage keeps ``name``; None for any other storage (some,
+    like the in-memory one, have a ``path()`` with nothing on disk behind it)."""
+    if not isinstance(default_storage, FileSystemStorage):
         return None
+    return Path(default_storage.path(name))
 
 
 def _scratch_root() -> str | None:

@@ -314,3 +314,26 @@ def test_the_manifest_hashes_made_while_writing_are_the_files_hashes(world, monk
     for name, entry in files.items():
         data = (folder / name).read_bytes()
         assert entry == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
+def test_a_build_uploads_to_storage_that_has_no_local_path(world, settings):
+    """Remote storage (here Django's in-memory one, which has no path()): the build
+    is made in the system's temporary folder and every file is uploaded."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
+    }
+    from django.core.files.storage import default_storage
+
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+
+    assert not Path(settings.MEDIA_ROOT, snapshot.archive_name).exists(), "nothing on disk"
+    with default_storage.open(snapshot.archive_name, "rb") as fh:
+        archive = fh.read()
+    assert hashlib.sha256(archive).hexdigest() == snapshot.archive_sha256
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        members = tar.getnames()
+    for name in snapshot.manifest["files"]:
+        stored = f"{snapshot.storage_prefix}/{name}"
+        assert default_storage.exists(stored), stored
+        assert f"{snapshot.storage_prefix.rsplit('/', 1)[-1]}/{name}" in members
