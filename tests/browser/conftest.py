@@ -13,11 +13,14 @@ later test in the session. So data is created by fixtures that run before
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from playwright.sync_api import Page, sync_playwright
 
 CHROMIUM = os.environ.get("BENCHWRIGHT_CHROMIUM", "/usr/bin/chromium")
@@ -58,3 +61,25 @@ def page(live_server, monkeypatch: pytest.MonkeyPatch) -> Iterator[Page]:
 def screenshots() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+def read_db(query: Callable[[], Any]) -> Any:
+    """Run ORM reads from a test body in a thread of their own. Playwright keeps an
+    event loop running in the test's thread, where Django would open a second
+    connection that outlives the test; this thread's connection is closed at once."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = query()
+        except Exception as exc:  # re-raised in the test's thread
+            outcome["error"] = exc
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

@@ -20,6 +20,7 @@ from playwright.sync_api import Locator, Page, ViewportSize, expect
 from benchwright import roles
 from tasks.models import Task, TaskStatus
 from tests import factories
+from tests.browser.conftest import read_db
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -200,9 +201,13 @@ def test_author_writes_validates_and_a_reviewer_publishes_a_kernel_task(
     expect(page.get_by_text("Showing published version v1")).to_be_visible()
     page.screenshot(path=screenshots / "task-published.png", full_page=True)
 
-    task = Task.objects.get(slug="relu-64")
-    assert task.status == TaskStatus.PUBLISHED and task.current_version is not None
-    files = {f.path: f.content for f in task.current_version.files.all()}
+    def published() -> tuple[str, dict[str, str]]:
+        task = Task.objects.get(slug="relu-64")
+        version = task.current_version
+        return task.status, {f.path: f.content for f in version.files.all()} if version else {}
+
+    status, files = read_db(published)
+    assert status == TaskStatus.PUBLISHED and files
     assert files["solution.py"].endswith("# written in the browser\n")
     assert files["statement.md"] == STATEMENT
 

@@ -4,18 +4,16 @@ driven mostly from the keyboard."""
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 from playwright.sync_api import Page, expect
 
 from benchwright import roles
 from reviews.models import LineComment, PairwiseJudgement, Review
 from tests import factories
+from tests.browser.conftest import read_db
 from tests.reviews.conftest import (
     MODEL,
     RUN,
@@ -26,28 +24,6 @@ from tests.reviews.conftest import (
 )
 
 pytestmark = pytest.mark.browser
-
-
-def read_db(query: Callable[[], Any]) -> Any:
-    """Run ORM reads from a test body in a thread of their own. Playwright keeps an
-    event loop running in the test's thread, where Django would open a second
-    connection that outlives the test; this thread's connection is closed at once."""
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = query()
-        except Exception as exc:  # re-raised in the test's thread
-            outcome["error"] = exc
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=30)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 FASTER = SOLUTION.replace(
