@@ -10,7 +10,9 @@ batches of calls it is told to make) use ``start()``: the returned
 ``SandboxProcess`` exposes a command pipe into the sandbox and a reply pipe out
 of it, seen inside as file descriptors ``CHANNEL_IN_FD`` and ``CHANNEL_OUT_FD``.
 Everything read from the reply pipe is hostile data: the submission shares the
-process that writes it.
+process that writes it. A request may also ask for an *arena* (shared memory
+the grader writes inputs into, seen inside as ``ARENA_FD``; see ``arena.py``),
+and a started process can be frozen and thawed as a whole from outside.
 
 No Django here: this package is imported on sandbox hosts that hold no
 database credentials.
@@ -22,11 +24,16 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .arena import Arena
 
 # Inside the sandbox: the harness reads commands on fd 3 and writes replies on fd 4.
 CHANNEL_IN_FD = 3
 CHANNEL_OUT_FD = 4
+# Inside the sandbox: the arena, when the request asks for one.
+ARENA_FD = 5
 
 LimitName = Literal["wall_time", "cpu_time", "memory", "output", "file_size", "processes"]
 
@@ -114,6 +121,7 @@ class RunRequest:
     stdin: bytes = b""
     workdir: str = "/work"
     gpus: Sequence[int] = ()  # device indices; empty means no GPU inside
+    arena_bytes: int = 0
 
 
 @dataclass
@@ -128,6 +136,9 @@ class RunResult:
     cpu_time_s: float
     limit_exceeded: LimitName | None
     files: dict[str, bytes] = field(default_factory=dict)
+    # The memory cgroup reached its limit at some point (the kernel had to reclaim or
+    # kill), whether or not that is what ended the run.
+    memory_limit_hit: bool = False
 
     @property
     def ok(self) -> bool:
@@ -156,7 +167,21 @@ class SandboxProcess(ABC):
 
     @abstractmethod
     def cpu_time_s(self) -> float:
-        """CPU time used so far by everything inside, read from outside."""
+        """CPU time used so far by everything inside, read from outside. Exact while
+        the run is frozen (nothing inside is between two accounting updates)."""
+
+    @abstractmethod
+    def freeze(self) -> None:
+        """Stop every process inside at once (FreezeTimeout if they do not all stop)."""
+
+    @abstractmethod
+    def thaw(self) -> None:
+        """Let the processes inside run again."""
+
+    @property
+    @abstractmethod
+    def arena(self) -> Arena | None:
+        """The run's arena, if the request asked for one."""
 
     @abstractmethod
     def finish(self, timeout_s: float | None = None) -> RunResult:

@@ -95,7 +95,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cgroups, seccomp
+from .arena import Arena
 from .base import (
+    ARENA_FD,
     CHANNEL_IN_FD,
     CHANNEL_OUT_FD,
     GiB,
@@ -127,16 +129,21 @@ INNER_SHM = "/dev/shm"  # noqa: S108
 GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
 GPU_OPTIONAL_DEVICES = ("/dev/nvidia-modeset",)
 
-# Runs in bash before bwrap: join the cgroups, move the channel to fds 3/4, set rlimits.
+# Runs in bash before bwrap: join the cgroups, move the channel to fds 3/4 and the arena
+# (if any) to fd 5, set rlimits.
 LAUNCHER = f"""
 n=$1; shift
 while [ "$n" -gt 0 ]; do
   printf '%d\\n' $$ > "$1" || exit 125
   shift; n=$((n - 1))
 done
-src_in=$1 src_out=$2; shift 2
+src_in=$1 src_out=$2 src_arena=$3; shift 3
 exec {CHANNEL_IN_FD}<&"$src_in" {CHANNEL_OUT_FD}>&"$src_out" || exit 125
 exec {{src_in}}<&- {{src_out}}>&-
+if [ "$src_arena" != - ]; then
+  exec {ARENA_FD}<&"$src_arena" || exit 125
+  exec {{src_arena}}<&-
+fi
 while [ "$1" != "--" ]; do
   ulimit "$1" "$2" || exit 125
   shift 2
@@ -341,6 +348,7 @@ class BwrapSandbox(Sandbox):
         chan_in: int,
         chan_out: int,
         bwrap_args: Sequence[str],
+        arena: int = -1,
     ) -> list[str]:
         """The full command line of the launcher (bash), which ends by exec'ing bwrap."""
         rlimits = _rlimit_args(request.limits, with_address_space=not request.gpus)
@@ -355,6 +363,7 @@ class BwrapSandbox(Sandbox):
             *join_files,
             str(chan_in),
             str(chan_out),
+            str(arena) if arena >= 0 else "-",
             *rlimits,
             "--",
             SETPRIV,
@@ -409,6 +418,7 @@ class BwrapSandbox(Sandbox):
                 join_files=run.cgroup.join_files,
                 chan_in=run.fds.child_in,
                 chan_out=run.fds.child_out,
+                arena=run.fds.arena,
                 bwrap_args=self.bwrap_args(
                     request,
                     work_src=str(run.workdir.work),
@@ -491,6 +501,7 @@ class _RunResources:
             state_dir, self.name, request.limits.workdir_bytes, owner=(host_id, host_id)
         )
         self.fds = RunFds()
+        self.arena: Arena | None = None
         self._cgroup: cgroups.RunCgroup | None = None
         self._released = False
 
@@ -510,6 +521,9 @@ class _RunResources:
         self.workdir.create()
         self.workdir.write_files(self.request.files)
         self._open_pipes()
+        if self.request.arena_bytes > 0:
+            self.arena = Arena.memfd(self.request.arena_bytes)
+            self.fds.arena = renumber_high(os.dup(self.arena.fd))
 
     def _open_pipes(self) -> None:
         fds = self.fds
@@ -538,6 +552,8 @@ class _RunResources:
             except (SandboxError, OSError) as exc:
                 errors.append(exc)
         self.fds.close_all()
+        if self.arena is not None:
+            self.arena.close()
         if errors:
             raise SandboxError(f"cleanup after a run failed: {errors}")
 
@@ -561,7 +577,9 @@ class BwrapProcess(SupervisedProcess):
         supervise_in_thread: bool = True,
     ) -> None:
         self._run = run
-        super().__init__(request, run.fds, argv, supervise_in_thread=supervise_in_thread)
+        super().__init__(
+            request, run.fds, argv, supervise_in_thread=supervise_in_thread, arena=run.arena
+        )
 
     def _cgroup(self) -> cgroups.RunCgroup:
         return self._run.cgroup
@@ -573,13 +591,12 @@ class BwrapProcess(SupervisedProcess):
         self._run.release()
 
     def host_pids(self) -> list[int]:
-        """Processes of the sandboxed command tree, bwrap's own monitor and init left out."""
+        """Every process inside the sandbox's PID namespace, its init (PID 1) included:
+        code running as the sandbox user can write to init's memory through
+        ``/proc/1/mem``, so whatever runs there counts too. Only bwrap's monitor,
+        which lives outside the namespace, is left out."""
         monitor = self._popen.pid
-        return [
-            pid
-            for pid in self._run.cgroup.pids()
-            if pid != monitor and _parent_pid(pid) not in (monitor, None)
-        ]
+        return [pid for pid in self._run.cgroup.pids() if pid != monitor]
 
     def _make_result(self) -> RunResult:
         status = _read_status(self._run.fds.status_r)
@@ -631,13 +648,3 @@ def _read_status(fd: int) -> dict[str, int]:
         if isinstance(doc, dict):
             merged.update({k: v for k, v in doc.items() if isinstance(v, int)})
     return merged
-
-
-def _parent_pid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    # The command name may contain spaces and parentheses: parse after the last ')'.
-    return int(stat[stat.rindex(b")") + 2 :].split()[1])

@@ -11,10 +11,14 @@ itself confined stays confined. They provide:
   kernel ignores ``RLIMIT_NPROC``); hits are counted in ``pids.events``.
   The pids controller counts threads as well as processes;
 - the member list and the CPU time of everything inside, read by the grader
-  without trusting the sandboxed code.
+  without trusting the sandboxed code;
+- a freezer: the grader stops every process of a run at once while it is not
+  that run's turn (``freeze``/``thaw``), so a submission can do nothing while
+  the reference is measured, and nothing between its own measured batches.
 
-cgroup v1 (one hierarchy per controller: memory, pids, cpuacct) and cgroup v2
-(one unified hierarchy with the memory and pids controllers) are supported.
+cgroup v1 (one hierarchy per controller: memory, pids, cpuacct, freezer) and
+cgroup v2 (one unified hierarchy with the memory and pids controllers, and its
+built-in freezer) are supported.
 On v2 a cgroup that holds processes cannot delegate controllers to children,
 so when enabling them fails with EBUSY this process moves itself into a leaf
 ``benchwright-supervisor`` first; if other processes share its cgroup that is
@@ -32,13 +36,15 @@ import signal
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .base import SandboxError, SandboxUnavailable
 
 NAME_PREFIX = "benchwright-"
-V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+V1_CONTROLLERS = ("memory", "pids", "cpuacct", "freezer")
+FREEZE_TIMEOUT_S = 5.0
 V2_CONTROLLERS = ("memory", "pids")
 
 _counter = itertools.count()
@@ -51,6 +57,24 @@ def new_cgroup_name() -> str:
     with _counter_lock:
         seq = next(_counter)
     return f"{NAME_PREFIX}{os.getpid()}-{seq}-{os.urandom(8).hex()}"
+
+
+class FreezeTimeout(SandboxError):
+    """The run's processes did not all stop in time."""
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll ``condition``: a few times at once (freezing usually takes well under a
+    millisecond), then with short sleeps until ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    spins = 0
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        spins += 1
+        if spins > 20:
+            time.sleep(0.0005)
+    return True
 
 
 class RunCgroup(ABC):
@@ -74,8 +98,23 @@ class RunCgroup(ABC):
         """Whether the kernel OOM-killed anything in the cgroup."""
 
     @abstractmethod
+    def memory_limit_hit(self) -> bool:
+        """Whether usage ever reached the memory limit (reclaim or OOM), as the kernel
+        counts it: a run that slowed to a crawl at its limit before anything was killed
+        still shows here."""
+
+    @abstractmethod
     def tasks_exceeded(self) -> bool:
         """Whether a fork or thread creation failed on the task ceiling."""
+
+    @abstractmethod
+    def freeze(self, timeout_s: float = FREEZE_TIMEOUT_S) -> None:
+        """Stop every process in the cgroup; FreezeTimeout if they are not all stopped
+        within ``timeout_s`` (the cgroup is left freezing: call ``thaw`` or ``kill``)."""
+
+    @abstractmethod
+    def thaw(self) -> None:
+        """Let the cgroup's processes run again."""
 
     @abstractmethod
     def _dirs(self) -> list[Path]:
@@ -95,6 +134,9 @@ class RunCgroup(ABC):
             for pid in members:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+            # A frozen process keeps a pending SIGKILL until it is thawed.
+            with contextlib.suppress(OSError):
+                self.thaw()
             if time.monotonic() > deadline:
                 raise SandboxError(f"processes {members} survived SIGKILL in {self._dirs()[0]}")
             time.sleep(0.002)
@@ -194,6 +236,7 @@ class V1RunCgroup(RunCgroup):
     memory: Path
     pids_dir: Path
     cpuacct: Path
+    freezer: Path
 
     @property
     def join_files(self) -> tuple[str, ...]:
@@ -201,10 +244,19 @@ class V1RunCgroup(RunCgroup):
 
     def _dirs(self) -> list[Path]:
         # Deduplicated: controllers may share one hierarchy on some hosts.
-        return list(dict.fromkeys((self.memory, self.pids_dir, self.cpuacct)))
+        return list(dict.fromkeys((self.memory, self.pids_dir, self.cpuacct, self.freezer)))
 
     def pids(self) -> list[int]:
         return _procs(self.pids_dir)
+
+    def freeze(self, timeout_s: float = FREEZE_TIMEOUT_S) -> None:
+        state = self.freezer / "freezer.state"
+        _write(state, "FROZEN")
+        if not _wait_for(lambda: _read(state).strip() == "FROZEN", timeout_s):
+            raise FreezeTimeout(f"{self.freezer} did not freeze in {timeout_s} s")
+
+    def thaw(self) -> None:
+        _write(self.freezer / "freezer.state", "THAWED")
 
     def cpu_time_s(self) -> float:
         try:
@@ -222,6 +274,12 @@ class V1RunCgroup(RunCgroup):
         # Kernels before 4.13 do not count OOM kills; a hit on the limit is the best sign.
         return int(_read(self.memory / "memory.failcnt")) > 0
 
+    def memory_limit_hit(self) -> bool:
+        try:
+            return self.memory_exceeded() or int(_read(self.memory / "memory.failcnt")) > 0
+        except (FileNotFoundError, ValueError):
+            return False
+
     def tasks_exceeded(self) -> bool:
         try:
             return _keyed(_read(self.pids_dir / "pids.events")).get("max", 0) > 0
@@ -234,13 +292,16 @@ class V1Host(CgroupHost):
     memory: Path
     pids_dir: Path
     cpuacct: Path
+    freezer: Path
     version: int = 1
 
     def parents(self) -> list[Path]:
-        return list(dict.fromkeys((self.memory, self.pids_dir, self.cpuacct)))
+        return list(dict.fromkeys((self.memory, self.pids_dir, self.cpuacct, self.freezer)))
 
     def open_run(self, name: str) -> V1RunCgroup:
-        return V1RunCgroup(self.memory / name, self.pids_dir / name, self.cpuacct / name)
+        return V1RunCgroup(
+            self.memory / name, self.pids_dir / name, self.cpuacct / name, self.freezer / name
+        )
 
     def create(self, name: str, *, memory_bytes: int, max_tasks: int) -> RunCgroup:
         run = self.open_run(name)
@@ -290,11 +351,27 @@ class V2RunCgroup(RunCgroup):
             return False
         return events.get("oom_kill", 0) + events.get("oom_group_kill", 0) > 0
 
+    def memory_limit_hit(self) -> bool:
+        try:
+            events = _keyed(_read(self.path / "memory.events"))
+        except FileNotFoundError:
+            return False
+        return events.get("max", 0) + events.get("oom", 0) + events.get("oom_kill", 0) > 0
+
     def tasks_exceeded(self) -> bool:
         try:
             return _keyed(_read(self.path / "pids.events")).get("max", 0) > 0
         except FileNotFoundError:
             return False
+
+    def freeze(self, timeout_s: float = FREEZE_TIMEOUT_S) -> None:
+        _write(self.path / "cgroup.freeze", "1")
+        events = self.path / "cgroup.events"
+        if not _wait_for(lambda: _keyed(_read(events)).get("frozen") == 1, timeout_s):
+            raise FreezeTimeout(f"{self.path} did not freeze in {timeout_s} s")
+
+    def thaw(self) -> None:
+        _write(self.path / "cgroup.freeze", "0")
 
     def kill(self, timeout_s: float = 5.0) -> None:
         # cgroup.kill (Linux 5.14) kills atomically, forks in flight included.
@@ -390,7 +467,12 @@ def _v1_host(mounts: list[_Mount], own: dict[str, str]) -> V1Host | None:
         if mount is None or controller not in own:
             return None
         dirs[controller] = _under(mount, own[controller])
-    return V1Host(memory=dirs["memory"], pids_dir=dirs["pids"], cpuacct=dirs["cpuacct"])
+    return V1Host(
+        memory=dirs["memory"],
+        pids_dir=dirs["pids"],
+        cpuacct=dirs["cpuacct"],
+        freezer=dirs["freezer"],
+    )
 
 
 def _v2_host(mounts: list[_Mount], own: dict[str, str]) -> V2Host | None:
@@ -439,7 +521,7 @@ def of_process(pid: int) -> RunCgroup | None:
         return None
     v1 = _v1_host(mounts, own)
     if v1 is not None:
-        return V1RunCgroup(v1.memory, v1.pids_dir, v1.cpuacct)
+        return V1RunCgroup(v1.memory, v1.pids_dir, v1.cpuacct, v1.freezer)
     mount = next((m for m in mounts if m.fstype == "cgroup2"), None)
     if mount is None or "" not in own:
         return None
@@ -460,7 +542,7 @@ def detect() -> CgroupHost:
             raise SandboxUnavailable(f"cgroup v2 is not usable here: {exc}") from exc
     if host is None:
         raise SandboxUnavailable(
-            "no usable cgroups: need the memory, pids and cpuacct controllers (cgroup v1) "
+            "no usable cgroups: need the memory, pids, cpuacct and freezer controllers (cgroup v1) "
             "or the memory and pids controllers in the unified hierarchy (cgroup v2)"
         )
     for parent in host.parents():

@@ -21,7 +21,9 @@ The work dir is the same host-mounted, size-capped tmpfs as for bwrap
 grader must run as root on the Docker host itself (not in another container).
 The CLI cannot hand extra descriptors to a container, so the channel is two
 FIFOs in a read-only bind at ``/run/benchwright``; a shim opens them as fds 3
-and 4, then runs the command under ``env -i`` with exactly ``RunRequest.env``.
+and 4 (and the arena, a file on a host tmpfs bound at
+``/run/benchwright-arena``, as fd 5), then runs the command under ``env -i``
+with exactly ``RunRequest.env``. Freezing uses the container's own cgroup.
 The grader keeps both FIFOs open read-write, so opening them inside never
 blocks; therefore ``send``/``recv`` watch the ``docker run`` process for end of
 file and broken pipes instead of relying on the kernel.
@@ -51,7 +53,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import cgroups, seccomp
+from .arena import Arena
 from .base import (
+    ARENA_FD,
     CHANNEL_IN_FD,
     CHANNEL_OUT_FD,
     LimitName,
@@ -69,6 +73,9 @@ DEFAULT_IMAGE = "benchwright-sandbox:latest"
 CONTAINER_UID = 65534
 CONTAINER_GID = 65534
 CHANNEL_DIR = "/run/benchwright"
+ARENA_DIR = "/run/benchwright-arena"
+# A host tmpfs for arenas: shared memory, never the host's disk.
+HOST_SHM = Path("/dev/shm")  # noqa: S108
 LABEL = "benchwright.sandbox"
 INSPECT_EVERY_S = 0.25
 DOCKER_TIMEOUT_S = 30.0
@@ -79,6 +86,7 @@ INSTALL_HINT = "install Docker Engine and start dockerd, or set DOCKER_HOST"
 SHIM = f"""
 if [ -n "$BENCHWRIGHT_AS_KIB" ]; then ulimit -v "$BENCHWRIGHT_AS_KIB" || exit 125; fi
 exec {CHANNEL_IN_FD}<{CHANNEL_DIR}/in {CHANNEL_OUT_FD}>{CHANNEL_DIR}/out || exit 125
+if [ -e {ARENA_DIR}/arena ]; then exec {ARENA_FD}<>{ARENA_DIR}/arena || exit 125; fi
 exec /usr/bin/env -i -- "$@"
 """
 
@@ -149,6 +157,7 @@ class DockerSandbox(Sandbox):
         work_src: str,
         channel_src: str,
         seccomp_profile: str,
+        arena_src: str | None = None,
     ) -> list[str]:
         """The full ``docker run`` command line for ``request``."""
         limits = request.limits
@@ -170,6 +179,8 @@ class DockerSandbox(Sandbox):
         argv += _ulimits(request)
         argv += ["--mount", f"type=bind,source={work_src},target={request.workdir}"]
         argv += ["--mount", f"type=bind,source={channel_src},target={CHANNEL_DIR},readonly"]
+        if arena_src is not None:
+            argv += ["--mount", f"type=bind,source={arena_src},target={ARENA_DIR}"]
         for src, dest in request.ro_binds:
             argv += ["--mount", f"type=bind,source={src},target={dest},readonly"]
         argv += ["--workdir", request.workdir]
@@ -203,6 +214,7 @@ class DockerSandbox(Sandbox):
                 work_src=str(run.workdir.work),
                 channel_src=str(run.channel_dir),
                 seccomp_profile=str(run.profile),
+                arena_src=str(run.arena_dir) if run.arena is not None else None,
             )
             return DockerProcess(
                 request, run, argv, docker=docker, supervise_in_thread=supervise_in_thread
@@ -277,6 +289,8 @@ class _DockerRun:
         )
         self.channel_dir = self.workdir.root / "channel"
         self.profile = self.workdir.root / "seccomp.json"
+        self.arena_dir = HOST_SHM / f"{self.name}-arena"
+        self.arena: Arena | None = None
         self.fds = RunFds()
         self._released = False
 
@@ -293,6 +307,13 @@ class _DockerRun:
         self.fds.parent_in = os.open(fifo_in, os.O_RDWR | os.O_CLOEXEC)
         self.fds.parent_out = os.open(fifo_out, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
         self.fds.open_stdio(with_stdin=bool(self.request.stdin))
+        if self.request.arena_bytes > 0:
+            self.arena_dir.mkdir(mode=0o755)
+            self.arena = Arena.file(
+                self.arena_dir / "arena",
+                self.request.arena_bytes,
+                owner=(CONTAINER_UID, CONTAINER_GID),
+            )
 
     def release(self, docker: str) -> None:
         if self._released:
@@ -305,6 +326,9 @@ class _DockerRun:
             self.workdir.release()
         except (SandboxError, OSError) as exc:
             errors.append(exc)
+        if self.arena is not None:
+            self.arena.close()
+        shutil.rmtree(self.arena_dir, ignore_errors=True)
         self.fds.close_all()
         if errors:
             raise SandboxError(f"cleanup after a container run failed: {errors}")
@@ -334,6 +358,7 @@ class DockerProcess(SupervisedProcess):
             argv,
             supervise_in_thread=supervise_in_thread,
             launcher_env=_cli_env(),
+            arena=run.arena,
         )
 
     # --- cgroup and witnesses ----------------------------------------------------------
@@ -362,11 +387,12 @@ class DockerProcess(SupervisedProcess):
         return None
 
     def host_pids(self) -> list[int]:
-        """Processes in the container, its init (tini) left out."""
+        """Every process in the container, its init (tini) included: code running as
+        the container user may reach init through ``/proc/1/mem``."""
         cgroup = self._cgroup()
         if cgroup is None:
             return []
-        return [pid for pid in cgroup.pids() if pid != self._container_pid]
+        return cgroup.pids()
 
     def cpu_time_s(self) -> float:
         cgroup = self._cgroup()

@@ -1,31 +1,29 @@
 """Grading a kernel submission: the trusted grader.
 
-``grade(spec, submission_files, backend=…, limits=…)`` starts two sandboxed
-harness processes, one for the reference and one for the submission, and
-drives both over their channel pipes. The reference process generates every
-input from seeds chosen here (``secrets``) and computes the reference
-outputs; the submission process never sees the seeds, the reference source
-or its outputs. Inputs are forwarded to both, each side runs its batch
-(``prepare`` → ``go`` → ``outputs``), and every output is compared here, in
-this process, with the reference's for the same inputs: correctness trials
-and timed calls alike. The verdict is decided only here, from what this
-process measured and checked; whatever the submission's process reports can
-only make its verdict worse, and its per-call timing counts only as far as
-this process's own clock bears it out.
+``grade(spec, submission_files, backend=…, limits=…)`` starts three sandboxed
+harness processes and drives them over their channel pipes: the *inputs*
+process (the reference module, which generates every input from seeds chosen
+here with ``secrets`` and runs a task's own ``check_implementation``), the
+*reference* process (the reference module again, timed) and the
+*submission* process. The two timed processes do exactly the same kind of
+work, so neither's timing is disturbed by work the other does not do. The
+submission process never sees the seeds, the reference source or its
+outputs. Every sandbox is frozen whenever it is not its turn.
 
-Timing (see ``kernel_timing``): warm-up, then batches alternating between
-the two sides until the medians are tight or the budget is spent. In
-``wall`` mode (CPU) the figure is each call's wall time from the clock the
-harness captured before the submission was imported (the median call of each
-batch); this process's own wall clock around every batch is the witness: a
-harness clock that accounts for much less than the witness saw, or untimed
-phases that take much longer than the reference's for the same data, are
-integrity violations. The witness alone would be too coarse on a busy host,
-where waking a process can cost milliseconds per batch. ``cuda_events`` (GPU
-hosts) uses CUDA events with an L2 flush and the profiler as a second
-witness; it has not been run on this project's CPU-only machines.
-``interpreter`` (Triton under ``TRITON_INTERPRET=1`` on a CPU host) decides
-correctness; its short timing is never scored.
+Each call goes the same way on both sides (``kernel_batch``): this process
+writes the call's inputs into the side's arena, the harness runs the call and
+says where its output is, and this process reads the output out of the
+harness's memory and the guard bands and inputs back out of the arena, before
+the next call's inputs exist. Every output, of correctness trials and timed
+calls alike, is compared here with the reference's for the same inputs. The
+verdict is decided only here, from what this process measured and read;
+whatever the submission's process reports can only make its verdict worse.
+
+Timing (``kernel_timing``): warm-up, then pairs of batches, the figure of a
+batch being the CPU time the kernel counted for the whole sandbox while it
+ran (``cpu_time``; ``wall`` where a task gives a process several threads,
+``cuda_events`` on GPU hosts, ``interpreter`` for Triton on a CPU host, which
+decides correctness only).
 """
 
 from __future__ import annotations
@@ -42,30 +40,25 @@ import torch
 
 from . import hardware as host_hardware
 from .base import GiB, Limits, MiB, RunRequest, RunResult, Sandbox, SandboxError
-from .harness.protocol import (
-    HARNESS_VERSION,
-    ProtocolError,
-    pack_tree,
-    sample_positions,
-    samples_match,
-    unpack_tree,
-)
+from .cgroups import FreezeTimeout
+from .harness.protocol import HARNESS_VERSION, ProtocolError, is_number, pack_tree
+from .kernel_batch import Batch, BatchStop, Call, run_batch
 from .kernel_compare import Comparison, compare_outputs
+from .kernel_inputs import Placed, place
+from .kernel_outputs import overlaps
 from .kernel_rules import (
     NEEDS_CUDA_ERRORS,
     Pair,
-    SideBatch,
     Stop,
     check_submission_files,
     choose_entry,
     classify_error,
-    float_list,
     limit_verdict,
     list_of,
     uses_cuda_source,
     uses_triton,
 )
-from .kernel_side import Side, SideFailure, clean_error, clean_text
+from .kernel_side import Side, SideFailure, clean_text
 from .kernel_timing import Timing
 from .report import GradeReport, TimingResult, TrialResult, Verdict
 from .spec import MIN_TRIALS, GradingSpec, ShapeSet
@@ -81,10 +74,16 @@ BOOTSTRAP = (
 INNER_TMP = "/tmp"  # noqa: S108 - the sandbox's own private tmpfs
 LOG_TAIL_BYTES = 8192
 CALL_CHECKS = (
+    "every output read by the grader before the next call's inputs existed",
     "outputs are plain tensors of the reference's dtype, shape and device",
-    "inputs unchanged and guard bands intact after every call",
-    "no stray threads or processes after every batch",
+    "inputs unchanged and guard bands intact after every call (read by the grader)",
+    "no hooks, modes, timers or stray threads or processes after every batch",
 )
+# Failures that a run stuck at its memory limit shows as (the kernel reclaiming pages
+# slows it to a crawl before anything is killed).
+MEMORY_CAUSED = (Verdict.TIME_LIMIT_EXCEEDED, Verdict.RUNTIME_ERROR)
+# The arena holds one call's inputs; it is sparse, so only what is written takes memory.
+MIN_ARENA_BYTES = 256 * MiB
 # glibc: keep freed memory instead of returning it, so each call's allocations
 # do not page-fault anew (see the timing notes); thread counts are pinned too.
 MALLOC_ENV = {
@@ -124,7 +123,13 @@ def grade(
             Verdict.INTERNAL_ERROR, "internal error in the grader", f"{type(exc).__name__}: {exc}"
         )
     finally:
-        grading.close()
+        try:
+            grading.close()
+        except Exception as exc:  # cleaning up failed: the report still comes back
+            logger.exception("closing a kernel grading failed")
+            grading.report.verdict = Verdict.INTERNAL_ERROR
+            grading.report.reason = "internal error in the grader"
+            grading.report.operator_notes += f"\nclosing: {type(exc).__name__}: {exc}"
         torch.set_num_threads(torch_threads)
     report = grading.report
     report.duration_s = time.monotonic() - started
@@ -158,11 +163,12 @@ class _Grading:
             verdict=Verdict.INTERNAL_ERROR, reason="not graded", harness_version=HARNESS_VERSION
         )
         self.phases: dict[str, float] = {}
+        self.gen: Side | None = None
         self.ref: Side | None = None
         self.sub: Side | None = None
         self.deadline = time.monotonic() + self.limits.wall_time_s
         self.device = "cpu"
-        self.mode = "wall"
+        self.mode = "cpu_time"
         self.shapes: list[ShapeSet] = []
         self.current_shape: ShapeSet | None = None
         self.has_check = False
@@ -219,7 +225,7 @@ class _Grading:
     # -- failures of a side -----------------------------------------------------------
 
     def _side_failed(self, failure: SideFailure) -> None:
-        if failure.role == "reference":
+        if failure.role != "submission":
             error = failure.error
             text = (
                 f"{error.get('type', '')}: {error.get('message', '')}" if error else failure.message
@@ -255,8 +261,9 @@ class _Grading:
         for side, phase in ((self.ref, "reference_phase"), (self.sub, "submission_phase")):
             if side is not None and "imports" in self.phases:
                 self.phases[phase] = side.busy_s
-        if self.ref is not None:
-            self._finish(self.ref)
+        for side in (self.gen, self.ref):
+            if side is not None:
+                self._finish(side)
         if self.sub is None:
             return
         result = self._finish(self.sub)
@@ -266,6 +273,12 @@ class _Grading:
         limit = limit_verdict(result)
         if limit and self.report.verdict not in (Verdict.INTERNAL_ERROR, Verdict.NEEDS_HARDWARE):
             self.report.verdict, self.report.reason = limit
+        elif result.memory_limit_hit and self.report.verdict in MEMORY_CAUSED:
+            # The run reached its memory limit and then failed or stalled: that is why.
+            self.report.verdict = Verdict.MEMORY_LIMIT_EXCEEDED
+            self.report.reason = (
+                f"the submission process reached its memory limit ({self.report.reason})"
+            )
         elif (
             self.report.verdict == Verdict.RUNTIME_ERROR
             and "ended unexpectedly" in self.report.reason
@@ -314,6 +327,10 @@ class _Grading:
             self.mode = "cuda_events"
         elif uses_triton(self.files):
             self.mode = "interpreter"
+        elif self.threads == 1:
+            self.mode = "cpu_time"
+        else:
+            self.mode = "wall"
 
     def _env(self) -> dict[str, str]:
         threads = str(self.threads)
@@ -341,6 +358,7 @@ class _Grading:
 
     def _request(self, files: Mapping[str, str]) -> RunRequest:
         return RunRequest(
+            arena_bytes=max(self.limits.memory_bytes, MIN_ARENA_BYTES),
             argv=[sys.executable, "-I", "-B", "-c", BOOTSTRAP],
             limits=self.limits,
             files={name: text.encode("utf-8", "surrogatepass") for name, text in files.items()},
@@ -355,37 +373,44 @@ class _Grading:
 
     def _start(self) -> None:
         began = time.monotonic()
+        self.gen = Side.start("inputs", self.backend, self._request(self.spec.files))
         self.ref = Side.start("reference", self.backend, self._request(self.spec.files))
         self.sub = Side.start(
             "submission", self.backend, self._request({**self.spec.shared_files, **self.files})
         )
         try:
             hellos = [
-                side.await_reply("hello", self.remaining(120.0)) for side in (self.ref, self.sub)
+                side.await_reply("hello", self.remaining(120.0))
+                for side in (self.gen, self.ref, self.sub)
             ]
         except SideFailure as failure:
             # Nothing of the submission has run yet: this is the sandbox's or the host's fault.
             raise RuntimeError(f"a harness did not start: {failure}") from failure
-        for hello in hellos:
+        for side, hello in zip((self.gen, self.ref, self.sub), hellos, strict=True):
             if hello.header.get("version") != HARNESS_VERSION:
                 raise RuntimeError(
                     f"harness version {hello.header.get('version')!r} != {HARNESS_VERSION}"
                 )
+            side.find_harness(hello.header.get("pid"))
         self.report.hardware["harness_torch"] = clean_text(hellos[0].header.get("torch"), 80)
         self.baseline = self.sub.outside_counts()
         self.phases["sandbox_start"] = time.monotonic() - began
 
     def _load(self) -> None:
-        assert self.ref is not None and self.sub is not None
+        assert self.gen is not None and self.ref is not None and self.sub is not None
         began = time.monotonic()
-        for side, entry in ((self.ref, self.spec.reference_path), (self.sub, self.entry)):
+        reference = self.spec.reference_path
+        for side, entry in ((self.gen, reference), (self.ref, reference), (self.sub, self.entry)):
             side.send_command("load", self._load_header(side.role, entry))
-        reference = self.ref.await_reply("load", self.remaining(300.0))
+        loaded = self.gen.await_reply("load", self.remaining(300.0))
+        self.ref.await_reply("load", self.remaining(300.0))
         submission = self.sub.await_reply("load", self.remaining(self.limits.wall_time_s))
-        self.has_check = reference.header.get("has_check") is True
+        self.has_check = loaded.header.get("has_check") is True
         self.phases["imports"] = time.monotonic() - began
-        self.report.integrity.checks.append("originals intact after import")
+        self.report.integrity.checks.append("originals intact and no hooks left after import")
         self._check_violations(submission.header.get("violations"), "after importing the solution")
+        for side in (self.gen, self.ref, self.sub):
+            self._freeze(side)
         self._check_outside("after importing the solution")
         self.ref.busy_s = self.sub.busy_s = 0.0
 
@@ -394,11 +419,32 @@ class _Grading:
             "format": self.spec.format,
             "device": self.device,
             "seed_inputs": self.spec.seed_inputs,
-            "role": role,
+            "role": "submission" if role == "submission" else "reference",
             "entry": entry,
             # Each process's own torch seed, so torch.initial_seed() reveals nothing.
             "process_seed": secrets.randbits(63),
         }
+
+    # -- freezing -----------------------------------------------------------------------
+
+    def _freeze(self, side: Side) -> None:
+        try:
+            side.freeze()
+        except FreezeTimeout as exc:
+            if side.role != "submission":
+                raise RuntimeError(f"the reference sandbox could not be frozen: {exc}") from exc
+            raise self.violation(
+                f"the submission's processes could not be paused ({exc})"
+            ) from None
+
+    def _turn(self, side: Side, op: str, header: dict[str, Any], **kwargs: Any) -> Any:
+        """One request to a side while the other stays frozen."""
+        side.thaw()
+        try:
+            return side.request(op, header, **kwargs)
+        finally:
+            if side.process is not None and not side.killed_by_watchdog:
+                self._freeze(side)
 
     # -- integrity ----------------------------------------------------------------------
 
@@ -411,6 +457,8 @@ class _Grading:
             )
 
     def _check_outside(self, when: str) -> None:
+        """Processes and threads in the submission's sandbox (init included), read from
+        outside while it is frozen, against the count when its harness said hello."""
         assert self.sub is not None
         processes, threads = self.sub.outside_counts()
         if processes > self.baseline[0]:
@@ -425,134 +473,95 @@ class _Grading:
     # -- shapes and batches -------------------------------------------------------------
 
     def setup(self, shape: ShapeSet) -> None:
-        assert self.ref is not None and self.sub is not None
+        """Build the problem for a shape set in all three processes: the reference's
+        model under a secret seed, its init arguments and weights copied into the
+        submission's."""
+        assert self.gen is not None and self.ref is not None and self.sub is not None
         header = {"params": shape.params, "init_seed": secrets.randbits(63)}
-        reference = self.ref.request(
-            "setup", header, timeout_s=self.remaining(300.0), max_bytes=4 * GiB
+        built = self._turn(
+            self.gen, "setup", header, timeout_s=self.remaining(300.0), max_bytes=4 * GiB
         )
-        payload = reference.header.get("payload")
-        built = self.sub.request(
+        self._turn(self.ref, "setup", header, timeout_s=self.remaining(300.0), max_bytes=4 * GiB)
+        submission = self._turn(
+            self.sub,
             "setup",
-            {**header, "init": payload},
-            reference.blobs,
+            {**header, "init": built.header.get("payload")},
+            blobs=built.blobs,
             timeout_s=self.remaining(self.spec.timing.call_timeout_s * 4),
         )
-        self._check_violations(built.header.get("violations"), "after building the model")
+        self._check_violations(submission.header.get("violations"), "after building the model")
         self.current_shape = shape
         self.output_bytes_per_call = 0
 
-    def run_pair(
-        self,
-        count: int,
-        *,
-        sub_first: bool = False,
-        events: bool = False,
-        estimate_s: float = 0.0,
-        profile: bool = False,
-    ) -> Pair:
-        assert self.ref is not None and self.sub is not None
+    def run_pair(self, count: int, *, sub_first: bool = False, events: bool = False) -> Pair:
+        assert self.gen is not None and self.ref is not None and self.sub is not None
         seeds = [secrets.randbits(63) for _ in range(count)]
-        generated = self.ref.request(
+        generated = self._turn(
+            self.gen,
             "generate",
             {"seeds": seeds},
             timeout_s=self.remaining(60.0 + count * self.spec.timing.call_timeout_s),
             max_bytes=8 * GiB,
         )
         values = list_of(generated.header.get("values"), count, "inputs")
-        pair = Pair(seeds, secrets.randbits(62), values, generated.blobs)
+        try:
+            placed = [place(value, generated.blobs) for value in values]
+        except ProtocolError as exc:
+            raise RuntimeError(f"the reference generated unusable inputs: {exc}") from exc
+        pair = Pair(seeds, values, generated.blobs, placed)
         shape_name = self.current_shape.name if self.current_shape else ""
-        self.input_bytes[shape_name] = sum(blob.nbytes for blob in generated.blobs) // max(count, 1)
-        order = ("sub", "ref") if sub_first else ("ref", "sub")
-        for role in order:
-            batch = self._side_batch(
-                self.sub if role == "sub" else self.ref, pair, events, estimate_s, profile
-            )
-            if role == "sub":
-                pair.sub = batch
-            else:
-                pair.ref = batch
+        self.input_bytes[shape_name] = sum(blob.nbytes for blob in generated.blobs) // count
+        # The first pair of a shape set runs the reference first: its outputs set the
+        # budget for the submission's.
+        if self.output_bytes_per_call == 0:
+            sub_first = False
+        for role in ("sub", "ref") if sub_first else ("ref", "sub"):
+            if role == "ref":
+                pair.ref = self._batch(self.ref, placed, events)
                 self.output_bytes_per_call = max(
-                    self.output_bytes_per_call, sum(b.nbytes for b in batch.blobs) // max(count, 1)
+                    self.output_bytes_per_call,
+                    max(call.info.nbytes for call in pair.ref.calls),
                 )
+            else:
+                pair.sub = self._batch(self.sub, placed, events)
         return pair
 
-    def _side_batch(
-        self, side: Side, pair: Pair, events: bool, estimate_s: float, profile: bool
-    ) -> SideBatch:
-        count = len(pair.inputs)
-        in_bytes = sum(blob.nbytes for blob in pair.input_blobs)
-        transfer_s = 30.0 + in_bytes / (20 * MiB)
-        prepared = side.request(
-            "prepare",
-            {"values": pair.inputs},
-            pair.input_blobs,
-            timeout_s=self.remaining(transfer_s),
-            max_bytes=MiB,
-        )
-        go_timeout = self.spec.timing.call_timeout_s + 20.0 * count * estimate_s
-        if side.role == "reference":
-            go_timeout = max(go_timeout, 10 * self.spec.timing.call_timeout_s)
-        done = side.request(
-            "go",
-            {"nonce": pair.nonce, "events": events},
-            timeout_s=self.remaining(go_timeout),
-            max_bytes=16 * MiB,
-        )
-        error = done.header.get("error")
-        if error is not None:
-            raise SideFailure(side.role, "error", "a call raised", clean_error(error))
-        device_time = None
-        if profile:
-            profiled = side.request(
-                "profile", {}, timeout_s=self.remaining(go_timeout), max_bytes=MiB
-            )
-            device_time = profiled.header.get("device_time_s")
-        out_cap = (
-            max(16 * MiB, 4 * self.output_bytes_per_call * count) + 16 * MiB
-            if side.role == "submission"
-            else 8 * GiB
-        )
+    def _batch(self, side: Side, placed: list[Placed], events: bool) -> Batch:
+        is_sub = side.role == "submission"
+        call_timeout = self.spec.timing.call_timeout_s
         try:
-            outputs = side.request(
-                "outputs", {}, timeout_s=self.remaining(transfer_s), max_bytes=out_cap
+            batch = run_batch(
+                side,
+                placed,
+                call_timeout_s=self.remaining(call_timeout if is_sub else 10 * call_timeout),
+                out_cap=(4 * self.output_bytes_per_call + 16 * MiB) if is_sub else 8 * GiB,
+                check_unchanged=self.spec.format == "kernelbench",
+                events=events,
             )
-        except SideFailure as failure:
-            if failure.kind == "protocol" and "cap" in failure.message:
-                raise Stop(
-                    Verdict.WRONG_ANSWER, "the outputs are far larger than the reference's"
-                ) from None
-            raise
-        batch = self._parse_batch(side, count, prepared, done, outputs)
-        if isinstance(device_time, int | float) and not isinstance(device_time, bool):
-            batch.device_time_s = float(device_time)
-        return batch
-
-    def _parse_batch(
-        self, side: Side, count: int, prepared: Any, done: Any, outputs: Any
-    ) -> SideBatch:
-        header = outputs.header
-        batch = SideBatch(
-            role=side.role,
-            prepare_s=prepared.elapsed_s,
-            window_s=done.elapsed_s,
-            outputs_s=outputs.elapsed_s,
-            times=float_list(done.header.get("times"), count, "call times"),
-            event_times=[
-                float(x) for x in done.header.get("event_times") or [] if isinstance(x, int | float)
-            ],
-            samples=list_of(header.get("samples"), count, "output samples"),
-            values=list_of(header.get("values"), count, "outputs"),
-            blobs=outputs.blobs,
-            margins=list_of(header.get("margins"), count, "guard reports"),
-            unchanged=list_of(header.get("unchanged"), count, "input reports"),
-            aliased=list_of(header.get("aliased"), count, "alias reports"),
-            views=list_of(header.get("views_of_inputs"), count, "view reports"),
-            violations=[],
-        )
-        if side.role == "submission":
-            self._check_violations(header.get("violations"), "after a batch of calls")
+        except BatchStop as stop:
+            if not is_sub:
+                raise RuntimeError(f"the reference process: {stop.message}") from None
+            if stop.kind == "too_large":
+                raise Stop(Verdict.WRONG_ANSWER, stop.message) from None
+            raise self.violation(f"the submission process: {stop.message}") from None
+        if is_sub:
+            if batch.violations:
+                raise self.violation("after a batch of calls: " + "; ".join(batch.violations))
             self._check_outside("after a batch of calls")
         return batch
+
+    def profile_submission(self, calls: int) -> float | None:
+        """GPU hosts: the profiler's device time per call of the last inputs."""
+        assert self.sub is not None
+        reply = self._turn(
+            self.sub,
+            "profile",
+            {"calls": calls},
+            timeout_s=self.remaining(60.0 + calls * self.spec.timing.call_timeout_s),
+            max_bytes=MiB,
+        )
+        value = reply.header.get("device_time_s")
+        return float(value) if is_number(value) else None
 
     # -- checking a pair ------------------------------------------------------------------
 
@@ -560,31 +569,47 @@ class _Grading:
         """Check every call of a pair; integrity failures raise, mismatches are returned."""
         began = time.monotonic()
         assert pair.ref is not None and pair.sub is not None
-        comparisons, sub_values = [], []
-        for index, aliased in enumerate(pair.sub.aliased):
-            if aliased is True:
-                raise Stop(
-                    Verdict.WRONG_ANSWER,
-                    f"call {index + 1} returned memory shared with an earlier call's output: "
-                    "each call must return its own result",
-                )
-        positions = sample_positions(pair.nonce, pair.sub.calls)
-        for index in range(pair.sub.calls):
-            sub_value, ref_value = self._validated_output(pair, index, positions[index])
+        comparisons: list[Comparison] = []
+        earlier: list[tuple[int, int]] = []
+        for index, (ref, sub) in enumerate(zip(pair.ref.calls, pair.sub.calls, strict=True)):
+            self._check_call(index, ref, sub, earlier)
             comparison = compare_outputs(
-                pair.ref.values[index], ref_value, pair.sub.values[index], sub_value,
+                ref.node, ref.value, sub.node, sub.value,
                 self.spec.tolerance_for, judge_values=not self.has_check,
             )  # fmt: skip
             if comparison.integrity:
                 raise self.violation(f"call {index + 1}: {comparison.integrity}")
             comparisons.append(comparison)
-            sub_values.append(sub_value)
         if self.has_check:
-            self._apply_reference_checks(pair, sub_values, comparisons)
+            self._apply_reference_checks(pair, [call.value for call in pair.sub.calls], comparisons)
         self.report.checked_calls += len(comparisons)
         self.phases["comparison"] = self.phases.get("comparison", 0.0) + time.monotonic() - began
         pair.comparisons = comparisons
         return comparisons
+
+    def _check_call(self, index: int, ref: Call, sub: Call, earlier: list[tuple[int, int]]) -> None:
+        if not sub.guards_intact:
+            raise Stop(
+                Verdict.WRONG_ANSWER,
+                f"call {index + 1} wrote outside its input tensors "
+                "(the guard bands around them changed)",
+            )
+        if not sub.inputs_unchanged:
+            raise self.violation(f"call {index + 1} modified its input tensors in place")
+        storages = sub.info.storages
+        if any(overlaps(new, old) for new in storages for old in earlier):
+            raise Stop(
+                Verdict.WRONG_ANSWER,
+                f"call {index + 1} returned memory shared with an earlier call's output: "
+                "each call must return its own result",
+            )
+        earlier.extend(storages)
+        ref_views = any(overlaps(storage, ref.arena_range) for storage in ref.info.storages)
+        if not ref_views and any(overlaps(storage, sub.arena_range) for storage in storages):
+            raise self.violation(
+                f"call {index + 1} returned a view of its input where the reference returns "
+                "new memory: no work was done"
+            )
 
     def require_correct(self, pair: Pair, context: str) -> None:
         for index, comparison in enumerate(self.check_pair(pair)):
@@ -593,42 +618,12 @@ class _Grading:
                     Verdict.WRONG_ANSWER, f"{context}, call {index + 1}: {comparison.message}"
                 )
 
-    def _validated_output(self, pair: Pair, index: int, positions: Any) -> tuple[Any, Any]:
-        assert pair.ref is not None and pair.sub is not None
-        sub, ref = pair.sub, pair.ref
-        try:
-            sub_value = unpack_tree(sub.values[index], sub.blobs)
-            samples = unpack_tree(sub.samples[index], sub.blobs)
-        except ProtocolError as exc:
-            raise self.violation(f"call {index + 1} sent a malformed output ({exc})") from None
-        ref_value = unpack_tree(ref.values[index], ref.blobs)
-        if not samples_match(sub_value, positions, samples):
-            raise self.violation(
-                f"the output of call {index + 1} changed after the call returned "
-                "(work deferred past the timed window)"
-            )
-        if sub.margins[index] is not True:
-            raise Stop(
-                Verdict.WRONG_ANSWER,
-                f"call {index + 1} wrote outside its input tensors "
-                "(the guard bands around them changed)",
-            )
-        if self.spec.format == "kernelbench" and sub.unchanged[index] is not True:
-            raise self.violation(f"call {index + 1} modified its input tensors in place")
-        if sub.views[index] is True and ref.views[index] is not True:
-            # Like a lazy tensor: nothing computed, the cost left to whoever reads it.
-            raise self.violation(
-                f"call {index + 1} returned a view of its input where the reference returns "
-                "new memory: no work was done"
-            )
-        return sub_value, ref_value
-
     def _apply_reference_checks(
         self, pair: Pair, sub_values: list[Any], comparisons: list[Comparison]
     ) -> None:
-        """GPU MODE: the task's own check_implementation, run in the reference process
-        on outputs already validated (and re-packed) here."""
-        assert self.ref is not None
+        """GPU MODE: the task's own check_implementation, run in the inputs process
+        on the original inputs and on outputs already read and validated here."""
+        assert self.gen is not None
         blobs: list[Any] = list(pair.input_blobs)
         packed: list[memoryview] = []
         outputs = [_shift_blobs(pack_tree(value, packed), len(blobs)) for value in sub_values]
@@ -636,7 +631,9 @@ class _Grading:
         header = {"inputs": pair.inputs, "outputs": outputs}
         timeout = self.remaining(120.0 + 10 * self.spec.timing.call_timeout_s)
         try:
-            reply = self.ref.request("check", header, blobs, timeout_s=timeout, max_bytes=16 * MiB)
+            reply = self._turn(
+                self.gen, "check", header, blobs=blobs, timeout_s=timeout, max_bytes=16 * MiB
+            )
         except SideFailure as failure:
             if failure.kind != "error":
                 raise
@@ -647,7 +644,7 @@ class _Grading:
             return
         results = reply.header.get("results")
         if not isinstance(results, list) or len(results) != len(comparisons):
-            raise RuntimeError("the reference process sent malformed check results")
+            raise RuntimeError("the inputs process sent malformed check results")
         for comparison, (ok, message) in zip(comparisons, results, strict=True):
             if comparison.ok and not ok:
                 text = clean_text(message, 1000)

@@ -1,11 +1,12 @@
 """Comparing a submission's output with the reference's, in the trusted process.
 
-Both outputs arrive as packed trees (with the harness's note of each
-tensor's class and device) plus the tensors rebuilt from raw bytes. An
-output passes when it has the reference's structure, every tensor is a plain
-``torch.Tensor`` of the reference's dtype, shape and device, and
-``|out - ref| <= atol + rtol * |ref|`` holds everywhere, NaN and infinities
-matching exactly. Contiguity does not matter: values travel contiguous.
+Both outputs arrive as the harness's descriptions (``kernel_outputs``) plus
+the values the grader read out of each process. An output passes when it has
+the reference's structure, nothing in it is opaque (a tensor or container
+subclass, a foreign object), every tensor has the reference's dtype, shape
+and device, and ``|out - ref| <= atol + rtol * |ref|`` holds everywhere, NaN
+and infinities matching exactly. Contiguity does not matter: values are read
+contiguous.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import torch
 
 from .spec import Tolerance
 
-PLAIN_TENSOR = "torch.Tensor"
+PLAIN = {"tensor": "torch.Tensor", "sequence": "tuple or list", "dict": "dict"}
 
 
 @dataclass
@@ -70,11 +71,13 @@ def compare_outputs(
 
 def _kind(node: Any) -> str:
     kind = node.get("k") if isinstance(node, dict) else None
-    return "sequence" if kind in ("list", "tuple") else str(kind)
+    if kind in ("list", "tuple"):
+        return "sequence"
+    return "tensor" if kind in ("tensor", "mem") else str(kind)
 
 
 def _describe(node: Any) -> str:
-    kind = node.get("k") if isinstance(node, dict) else None
+    kind = _kind(node)
     if kind == "tensor":
         return f"a {node.get('dtype')} tensor"
     return {"list": "a list", "tuple": "a tuple", "dict": "a dict", "none": "None"}.get(
@@ -91,6 +94,10 @@ def _walk(
     tolerance_for: ToleranceFor,
     result: Comparison,
 ) -> None:
+    if _kind(sub_node) == "opaque":
+        wanted = PLAIN.get(_kind(ref_node), _describe(ref_node))
+        result.violate(f"{path} is a {sub_node.get('cls')}, not a plain {wanted}")
+        return
     if _kind(ref_node) != _kind(sub_node):
         result.fail(f"{path} is {_describe(sub_node)}, the reference returns {_describe(ref_node)}")
         return
@@ -136,9 +143,6 @@ def _compare_tensor(
 ) -> None:
     result.shapes.append(list(sub.shape))
     result.dtypes.append(str(sub_node.get("dtype")))
-    if sub_node.get("cls") != PLAIN_TENSOR:
-        result.violate(f"{path} is a {sub_node.get('cls')}, not a plain torch.Tensor")
-        return
     if sub.dtype != ref.dtype:
         result.fail(
             f"{path} has dtype {sub_node.get('dtype')}, the reference's is {ref_node.get('dtype')}"

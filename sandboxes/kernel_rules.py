@@ -1,6 +1,6 @@
 """Rules of kernel grading that need no sandbox: which file is the entry, what
 a submission may look like, what needs a GPU, and which verdict an error or a
-limit hit earns. Also the plain records of one batch of calls.
+limit hit earns. Also the record of a pair of batches.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from .base import MiB, RunResult
+from .kernel_batch import Batch
 from .kernel_compare import Comparison
+from .kernel_inputs import Placed
 from .report import Verdict
 
 MAX_SUBMISSION_FILES = 64
@@ -138,53 +140,20 @@ def limit_verdict(result: RunResult) -> tuple[Verdict, str] | None:
     return None
 
 
-# -- one side's batch ----------------------------------------------------------------
-
-
-@dataclass
-class SideBatch:
-    role: str
-    prepare_s: float
-    window_s: float
-    outputs_s: float
-    times: list[float]
-    event_times: list[float]
-    samples: list[Any]
-    values: list[Any]
-    blobs: list[memoryview]
-    margins: list[Any]
-    unchanged: list[Any]
-    aliased: list[Any]  # shares memory with an earlier output of the batch
-    views: list[Any]  # shares memory with its own inputs
-    violations: list[str]
-    device_time_s: float | None = None
-
-    @property
-    def calls(self) -> int:
-        return len(self.values)
-
-    @property
-    def inside_s(self) -> float:
-        return float(sum(self.times))
+# -- a pair of batches -----------------------------------------------------------------
 
 
 @dataclass
 class Pair:
+    """The same inputs run by both sides: one batch each, back to back."""
+
     seeds: list[int]
-    nonce: int
     inputs: list[Any]  # packed trees from the reference's generate
     input_blobs: list[memoryview]
-    ref: SideBatch | None = None
-    sub: SideBatch | None = None
+    placed: list[Placed]  # the same inputs laid out for the arenas
+    ref: Batch | None = None
+    sub: Batch | None = None
     comparisons: list[Comparison] = field(default_factory=list)
-
-
-def float_list(value: Any, count: int, what: str) -> list[float]:
-    if not isinstance(value, list) or len(value) != count:
-        raise Stop(Verdict.INTEGRITY_VIOLATION, f"the submission process sent malformed {what}")
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) and x >= 0 for x in value):
-        raise Stop(Verdict.INTEGRITY_VIOLATION, f"the submission process sent malformed {what}")
-    return [float(x) for x in value]
 
 
 def list_of(value: Any, count: int, what: str) -> list[Any]:

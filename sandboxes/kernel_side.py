@@ -1,11 +1,18 @@
-"""The trusted end of one harness process: framed requests with deadlines.
+"""The trusted end of one harness process: framed requests with deadlines, and
+what the grader does to the process from outside.
 
 Every reply is read with a size cap and a deadline, checked for the right
 ``op`` and ``seq``, and decoded without unpickling. A watchdog kills the
 sandbox if a request outlives its deadline, so a process that stops reading
 its command pipe cannot hang the grader. ``elapsed_s`` of a reply is the
 trusted wall time from just before the command was sent to the moment the
-whole reply had arrived: the outside witness of a batch.
+whole reply had arrived.
+
+From outside, the grader also freezes and thaws the whole sandbox, reads its
+CPU time (exact while frozen), writes each call's inputs into its arena and
+reads them back, and reads each call's output out of the harness process's
+memory (the harness's host PID is taken at ``hello``, before any code but
+the harness's own has run in the sandbox).
 """
 
 from __future__ import annotations
@@ -16,8 +23,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from . import procstat
 from .base import RunRequest, RunResult, Sandbox, SandboxError, SandboxProcess
 from .harness.protocol import ProtocolError, decode_frame, encode_frame, frame_length
+from .kernel_inputs import ArenaInputs
+from .kernel_outputs import OutputInfo, read_output
 
 MiB = 1024 * 1024
 DEFAULT_REPLY_CAP = 64 * MiB
@@ -79,6 +89,9 @@ class Side:
         self.busy_s = 0.0
         self.killed_by_watchdog = False
         self.result: RunResult | None = None
+        self.pid = 0  # the harness process, on the host
+        self.frozen = False
+        self.inputs = ArenaInputs(process.arena) if process.arena is not None else None
 
     @classmethod
     def start(cls, role: str, backend: Sandbox, request: RunRequest) -> Side:
@@ -192,6 +205,9 @@ class Side:
     def finish(self, timeout_s: float = 10.0) -> RunResult:
         """Tell the harness to stop, wait, and collect what the sandbox saw."""
         if self.result is None:
+            if self.frozen:
+                with contextlib.suppress(SandboxError, OSError):
+                    self.thaw()
             with contextlib.suppress(SideFailure):
                 self.send_command("bye")
             self.result = self.process.finish(timeout_s)
@@ -200,3 +216,31 @@ class Side:
     def outside_counts(self) -> tuple[int, int]:
         """(processes, threads) inside the sandbox, read from outside."""
         return len(self.process.host_pids()), self.process.thread_count()
+
+    # -- from outside -----------------------------------------------------------
+
+    def find_harness(self, reported_pid: Any) -> None:
+        """Take the harness's host PID: the process inside whose own PID is the one its
+        hello reported. Nothing but the harness has run in the sandbox yet."""
+        for pid in self.process.host_pids():
+            if procstat.namespace_pid(pid) == reported_pid or pid == reported_pid:
+                self.pid = pid
+                return
+        raise SandboxError(f"the {self.role} harness (pid {reported_pid!r}) is not in its sandbox")
+
+    def freeze(self) -> None:
+        self.process.freeze()
+        self.frozen = True
+
+    def thaw(self) -> None:
+        self.process.thaw()
+        self.frozen = False
+
+    def cpu_s(self) -> float:
+        return self.process.cpu_time_s()
+
+    def thread_cpu(self) -> dict[tuple[int, int], float]:
+        return procstat.cpu_by_thread(self.process.host_pids())
+
+    def read_output(self, tree: Any, cap_bytes: int) -> tuple[Any, OutputInfo]:
+        return read_output(tree, self.pid, cap_bytes)

@@ -1,97 +1,122 @@
-"""Timing a kernel submission against its reference: warm-up, interleaved
-batches, statistics, and the cross-checks of the harness's clock against the
-grader's own.
+"""Timing a kernel submission against its reference: warm-up, batch sizing,
+interleaved pairs of batches, the paired statistics, and the cross-checks of
+the harness's clock against the grader's.
+
+The figure of a batch is decided by the grader alone (see ``kernel_batch``):
+
+- ``cpu_time`` (CPU hosts, one thread per process): the CPU time the kernel
+  counted for the whole sandbox between the freezes around the batch, over
+  the number of calls. Nothing in the sandbox can run outside a batch, and
+  everything in it counts during one, so shifting work between calls, into
+  other threads, timers or finalizers, or slowing the clock gains nothing; a
+  busy host barely moves it, since time spent waiting for a core is not CPU
+  time.
+- ``wall`` (CPU hosts that give a task several threads): the grader's wall
+  clock around each call, summed over the batch.
+- ``cuda_events`` (GPU hosts): CUDA events around each call after an L2
+  flush, with the grader's wall clock and the profiler's device time as
+  witnesses. Written for GPU hosts; not run on this project's CPU-only
+  machines.
+- ``interpreter`` (Triton under ``TRITON_INTERPRET=1`` on a CPU host): a short
+  run that decides nothing; never scored.
+
+Batch length comes from the reference's warm-up only: enough calls for the
+reference to spend ``BATCH_CPU_S`` in a batch, within the time budget and the
+memory a batch's inputs and outputs take. Pairs of batches alternate which
+side goes first; the speedup is the median of the pairs' ratios, with a
+sign-test interval (``timing.sign_test_interval``), and it is significant
+only with at least ``MIN_PAIRS`` pairs, an interval that excludes 1, and an
+effect of at least ``MIN_EFFECT``.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import timing as stats
-from .kernel_rules import SideBatch
+from .kernel_batch import OTHER_THREADS_SLACK_S, Batch
+from .kernel_rules import Pair
 from .report import TimingResult, TimingStats
 from .spec import ShapeSet
 
 if TYPE_CHECKING:
     from .kernel import _Grading
 
-BATCH_TARGET_S = 0.05  # aim for batches this long, so IPC overhead stays small
+BATCH_CPU_S = 0.02  # the reference's work in one batch
 MAX_CALLS_PER_BATCH = 200
-# Inputs and outputs of one batch are held at once and each crosses two pipes.
+# Inputs and outputs of one batch are held by the grader at once.
 BATCH_MEMORY_BYTES = 128 * 1024 * 1024
-# What a busy host may add to one batch's wall time by scheduling alone (measured
-# up to ~15 ms with 6-8 runnable processes on 2 cores); the witness checks allow it.
-SCHEDULING_SLACK_S = 0.05
+# The fewest pairs that can give a 95 % sign-test interval, and the smallest
+# speedup (or slowdown) reported as significant: identical code must not show one.
+MIN_PAIRS = 6
+MIN_EFFECT = 0.05
+# Cross-check of the harness's clock: no call may take longer by it than by the
+# grader's clock around the request (plus this), and it must account for at
+# least (1 - CLOCK_TOLERANCE) of the CPU time the batch's calls used beyond the
+# harness's own bookkeeping (as the reference's batches show it).
+CLOCK_SLACK_S = 0.001
+CLOCK_TOLERANCE = 0.25
+CLOCK_ABS_TOLERANCE_S = 0.002
+
+TIMING_METHODS = {
+    "cpu_time": (
+        "CPU time of the whole sandbox per batch of calls on fresh inputs, read by the grader "
+        "from the sandbox's cgroup while it is frozen, over the calls; batches of reference "
+        "and submission alternate in pairs; the speedup is the median of the pairs' ratios"
+    ),
+    "wall": (
+        "the grader's wall clock around each call, summed per batch of calls on fresh inputs; "
+        "batches of reference and submission alternate in pairs; the speedup is the median "
+        "of the pairs' ratios"
+    ),
+    "cuda_events": (
+        "CUDA events around each call after a full synchronise and an L2 flush (2x L2); the "
+        "grader's wall clock around each call and the profiler's device time as witnesses"
+    ),
+    "interpreter": ("Triton interpreter on a CPU host: a short run, not a performance measurement"),
+}
 
 
 @dataclass
 class Samples:
     """One side's timings, one entry per batch."""
 
-    # The timing figure: the batch's median call, by the harness's clock (or CUDA events).
-    per_call: list[float] = field(default_factory=list)
-    # The harness's clock, the batch's calls summed; and the grader's wall clock around it.
-    inside: list[float] = field(default_factory=list)
-    outside: list[float] = field(default_factory=list)
-    prepare: list[float] = field(default_factory=list)
-    outputs: list[float] = field(default_factory=list)
+    figure: list[float] = field(default_factory=list)  # per call, by the timing mode
+    cpu: list[float] = field(default_factory=list)  # CPU time per call
+    wall: list[float] = field(default_factory=list)  # the grader's clock per call
+    inside: list[float] = field(default_factory=list)  # the harness's clock per call
     calls: int = 0
 
-    def add(self, batch: SideBatch, events: bool) -> None:
-        times = batch.event_times if events and batch.event_times else batch.times
-        self.per_call.append(stats.median(times))
-        self.inside.append(batch.inside_s)
-        self.outside.append(batch.window_s)
-        self.prepare.append(batch.prepare_s)
-        self.outputs.append(batch.outputs_s)
-        self.calls += batch.calls
+    def add(self, batch: Batch, mode: str) -> None:
+        self.figure.append(batch.per_call(_figure_of(mode)))
+        self.cpu.append(batch.cpu_s / batch.count)
+        self.wall.append(sum(call.wall_s for call in batch.calls) / batch.count)
+        self.inside.append(batch.inside_s / batch.count)
+        self.calls += batch.count
 
     def stats(self, seed: int) -> TimingStats:
-        low, high = stats.bootstrap_median_ci(self.per_call, seed=seed)
+        low, high = stats.bootstrap_median_ci(self.figure, seed=seed)
         return TimingStats(
-            median_s=stats.median(self.per_call),
-            spread=stats.spread(self.per_call),
-            count=len(self.per_call),
+            median_s=stats.median(self.figure),
+            spread=stats.spread(self.figure),
+            count=len(self.figure),
             calls=self.calls,
             ci_low_s=low,
             ci_high_s=high,
-            samples_s=list(self.per_call),
+            samples_s=list(self.figure),
         )
 
-    def overheads(self) -> list[float]:
-        """Per batch, wall time the harness's clock does not account for."""
-        return [outside - inside for outside, inside in zip(self.outside, self.inside, strict=True)]
 
-
-TIMING_METHODS = {
-    "wall": (
-        "per-call wall time from the harness's clock (captured before the submission was "
-        "imported), median per batch of back-to-back calls on fresh inputs, batches interleaved "
-        "with the reference; the grader's own wall clock around each batch as the witness"
-    ),
-    "cuda_events": (
-        "CUDA events around each call after a full synchronise and an L2 flush (2x L2); the "
-        "grader's wall clock around each batch and the profiler's device time as witnesses"
-    ),
-    "interpreter": (
-        "Triton interpreter on a CPU host: a short wall-time run, not a performance measurement"
-    ),
-}
-
-
-# Figures reported per side: (name in the report, Samples field).
-WITNESS_FIGURES = (
-    ("batch_wall", "outside"),
-    ("batch_calls", "inside"),
-    ("prepare", "prepare"),
-    ("outputs", "outputs"),
-)
+def _figure_of(mode: str) -> str:
+    return {"interpreter": "wall"}.get(mode, mode)
 
 
 class Timing:
-    """Warm-up, then interleaved batches until the medians are tight or the budget is spent."""
+    """Warm-up, then interleaved pairs of batches until the ratio is tight or the
+    budget is spent."""
 
     def __init__(self, grading: _Grading) -> None:
         self.g = grading
@@ -102,121 +127,127 @@ class Timing:
         self.sub = Samples()
         self.calls_per_batch = 1
         self.profiled_s: float | None = None
+        self.harness_overhead_s = 0.0  # the reference's CPU per call outside its calls
 
     def run(self) -> TimingResult:
         shape = self.g.timing_shape()
         if shape is not self.g.current_shape:
             self.g.setup(shape)
-        estimate = self._warm_up()
-        self.calls_per_batch = self._calls_per_batch(*estimate)
-        self._batches(max(estimate))
-        if self.mode != "interpreter":
-            self._cross_checks()
+        self.calls_per_batch = self._calls_per_batch(self._warm_up())
+        self._pairs()
         return self._result(shape)
 
-    def _warm_up(self) -> tuple[float, float]:
+    def _warm_up(self) -> Batch:
         warmup = (
             min(self.settings.warmup, 1) if self.mode == "interpreter" else self.settings.warmup
         )
         pair = self.g.run_pair(max(warmup, 1), events=self.events)
         self.g.require_correct(pair, "warm-up")
-        assert pair.ref is not None and pair.sub is not None
-        return pair.ref.window_s / pair.ref.calls, pair.sub.window_s / pair.sub.calls
+        assert pair.ref is not None
+        return pair.ref
 
-    def _calls_per_batch(self, ref_s: float, sub_s: float) -> int:
+    def _calls_per_batch(self, warm: Batch) -> int:
+        """From the reference's warm-up alone: a submission cannot steer it."""
         if self.mode == "interpreter":
             return 1
-        fastest, slowest = max(min(ref_s, sub_s), 1e-7), max(ref_s, sub_s, 1e-7)
-        wanted = BATCH_TARGET_S / fastest
-        by_budget = self.settings.budget_s / (2 * self.settings.min_batches * slowest)
+        figure = max(warm.per_call(_figure_of(self.mode)), 1e-7)
+        wall = max(sum(call.wall_s for call in warm.calls) / warm.count, 1e-7)
+        wanted = math.ceil(BATCH_CPU_S / figure)
+        pairs = max(self.settings.min_batches, MIN_PAIRS)
+        by_budget = self.settings.budget_s / (2 * pairs * wall)
         per_call_bytes = self.g.input_bytes.get(
             self.g.current_shape.name if self.g.current_shape else "", 0
         )
-        per_call_bytes += self.g.output_bytes_per_call
-        by_memory = BATCH_MEMORY_BYTES / max(per_call_bytes * 2, 1)
+        per_call_bytes += 2 * self.g.output_bytes_per_call
+        by_memory = BATCH_MEMORY_BYTES / max(per_call_bytes, 1)
         return int(max(1, min(wanted, by_budget, by_memory, MAX_CALLS_PER_BATCH)))
 
-    def _batches(self, slowest_s: float) -> None:
+    def _pairs(self) -> None:
         if self.mode == "interpreter":
-            limit, minimum, budget = 2, 2, self.settings.budget_s
+            limit = minimum = 2
         else:
-            limit, minimum, budget = (
-                self.settings.max_batches,
-                self.settings.min_batches,
-                self.settings.budget_s,
-            )
+            minimum = max(self.settings.min_batches, MIN_PAIRS)
+            limit = max(self.settings.max_batches, minimum)
+        budget = self.settings.budget_s
         began = time.monotonic()
         for index in range(limit):
             pair = self.g.run_pair(
-                self.calls_per_batch,
-                sub_first=index % 2 == 1,
-                events=self.events,
-                estimate_s=slowest_s,
-                profile=self.events and index == 0,
+                self.calls_per_batch, sub_first=index % 2 == 1, events=self.events
             )
-            if pair.sub is not None and pair.sub.device_time_s is not None:
-                self.profiled_s = pair.sub.device_time_s
             self.g.require_correct(pair, f"timed batch {index + 1}")
             assert pair.ref is not None and pair.sub is not None
-            self.ref.add(pair.ref, self.events)
-            self.sub.add(pair.sub, self.events)
+            self._cross_check(pair.ref, pair.sub)
+            if self.events and index == 0:
+                self.profiled_s = self.g.profile_submission(self.calls_per_batch)
+            self.ref.add(pair.ref, self.mode)
+            self.sub.add(pair.sub, self.mode)
             done = index + 1
             spent = time.monotonic() - began
-            pair_s = spent / done
-            if self.g.deadline - time.monotonic() < 3 * pair_s + 5.0:
+            if self.g.deadline - time.monotonic() < 3 * spent / done + 5.0:
                 break
             if done >= minimum and (spent >= budget or self._converged()):
                 break
 
     def _converged(self) -> bool:
-        target = self.settings.target_rel_error
-        return (
-            stats.relative_half_width(self.ref.per_call) <= target
-            and stats.relative_half_width(self.sub.per_call) <= target
+        interval = stats.sign_test_interval(
+            stats.paired_log_ratios(self.ref.figure, self.sub.figure)
         )
+        if interval is None:
+            return False
+        low, high, _ = interval
+        return (high - low) / 2 <= self.settings.target_rel_error
 
-    def _cross_checks(self) -> None:
-        """The harness's clock and the untimed phases against the grader's witness.
+    # -- cross-checks -------------------------------------------------------------------
 
-        Per batch, the grader's wall time minus the calls the harness timed is
-        overhead (messages, output samples, scheduling). It is alike for both
-        sides, which run the same harness on the same sizes; a clock that runs
-        slow shows as extra overhead on the submission's side. Work hidden
-        before or after the timed window shows as a slower prepare or outputs
-        phase than the reference's for the same data. Batches are compared by
-        their minimum, or in pairs adjacent in time: a busy host only adds.
-        """
-        self._clock_checks()
-        self._profiler_check()
-        self._hidden_work_checks()
+    def _cross_check(self, ref: Batch, sub: Batch) -> None:
+        """The submission's batch against the grader's witnesses (the reference is
+        trusted; its batches say what the harness's own bookkeeping costs)."""
+        if self.mode == "interpreter":
+            return
+        self._clock_runs_fast(sub)
+        if self.mode == "cpu_time":
+            self._clock_runs_slow(ref, sub)
+            self._work_outside_the_call(sub)
+        if self.events:
+            self._events_within_wall(sub)
 
-    def _clock_checks(self) -> None:
-        self.g.report.integrity.checks.append("in-process call times agree with the grader's clock")
-        for inside, outside in zip(self.sub.inside, self.sub.outside, strict=True):
-            if inside > 1.05 * outside + 1e-3:
+    def _clock_runs_fast(self, sub: Batch) -> None:
+        for index, call in enumerate(sub.calls):
+            if call.inside_s > call.wall_s * 1.02 + CLOCK_SLACK_S:
                 raise self.g.violation(
-                    f"the submission's in-process clock counted {inside:.3g} s in a batch "
-                    f"the grader measured at {outside:.3g} s: a clock was tampered with"
+                    f"the submission's in-process clock counted {call.inside_s:.3g} s for call "
+                    f"{index + 1}, which took {call.wall_s:.3g} s by the grader's clock: "
+                    "a clock was tampered with"
                 )
-        excess = min(self.sub.overheads()) - min(self.ref.overheads())
-        if excess > max(0.5 * min(self.sub.outside), SCHEDULING_SLACK_S):
-            inside, outside = stats.median(self.sub.inside), stats.median(self.sub.outside)
+
+    def _clock_runs_slow(self, ref: Batch, sub: Batch) -> None:
+        overhead = max(0.0, (ref.cpu_s - ref.inside_s) / ref.count)
+        self.harness_overhead_s = max(self.harness_overhead_s, overhead)
+        unexplained = sub.cpu_s - sub.inside_s - sub.count * overhead
+        allowed = CLOCK_TOLERANCE * sub.cpu_s + sub.count * overhead + CLOCK_ABS_TOLERANCE_S
+        if unexplained > allowed:
             raise self.g.violation(
-                f"the submission's in-process clock reports {inside:.3g} s per batch but the "
-                f"grader measured {outside:.3g} s: a clock was tampered with"
+                f"the submission's in-process clock reports {sub.inside_s:.3g} s of calls in a "
+                f"batch that used {sub.cpu_s:.3g} s of CPU time: a clock was tampered with"
             )
 
-    def _hidden_work_checks(self) -> None:
-        self.g.report.integrity.checks.append("no work hidden before or after the timed window")
-        window = min(self.sub.outside)
-        for phase in ("prepare", "outputs"):
-            sub_s, ref_s = getattr(self.sub, phase), getattr(self.ref, phase)
-            excess = min(s - r for s, r in zip(sub_s, ref_s, strict=True))
-            if excess > max(0.5 * window, min(ref_s)) + SCHEDULING_SLACK_S:
+    def _work_outside_the_call(self, sub: Batch) -> None:
+        if self.g.threads != 1:
+            return
+        allowed = max(OTHER_THREADS_SLACK_S, 0.05 * sub.cpu_s)
+        if sub.other_threads_s > allowed:
+            raise self.g.violation(
+                f"{sub.other_threads_s:.3g} s of CPU time in a batch ran outside the harness's "
+                "main thread (another thread, a child process or the sandbox's init): "
+                "work done outside the calls"
+            )
+
+    def _events_within_wall(self, sub: Batch) -> None:
+        for index, call in enumerate(sub.calls):
+            if call.event_s is not None and call.event_s > call.wall_s * 1.02 + CLOCK_SLACK_S:
                 raise self.g.violation(
-                    f"the submission spent {min(sub_s):.3g} s per batch in the untimed {phase} "
-                    f"phase against {min(ref_s):.3g} s for the reference: work done outside "
-                    "the timed window"
+                    f"CUDA events report {call.event_s:.3g} s for call {index + 1}, which took "
+                    f"{call.wall_s:.3g} s by the grader's clock: event timing was tampered with"
                 )
 
     def _profiler_check(self) -> None:
@@ -226,35 +257,63 @@ class Timing:
         self.g.report.integrity.checks.append(
             "CUDA event times agree with the profiler's device time"
         )
-        events_s = stats.median(self.sub.per_call)
+        events_s = stats.median(self.sub.figure)
         if events_s < 0.5 * self.profiled_s:
             raise self.g.violation(
                 f"CUDA events report {events_s:.3g} s per call but the profiler measured "
                 f"{self.profiled_s:.3g} s of device time: event timing was tampered with"
             )
 
+    # -- the result ---------------------------------------------------------------------
+
     def _result(self, shape: ShapeSet) -> TimingResult:
+        self._profiler_check()
+        checks = self.g.report.integrity.checks
+        if self.mode != "interpreter":
+            checks.append("the in-process clock agrees with the grader's witnesses")
+        if self.mode == "cpu_time" and self.g.threads == 1:
+            checks.append("no CPU time outside the harness's main thread during a batch")
         reference = self.ref.stats(seed=1)
         submission = self.sub.stats(seed=2)
-        ref_ci = (reference.ci_low_s, reference.ci_high_s)
-        sub_ci = (submission.ci_low_s, submission.ci_high_s)
+        ratios = stats.paired_log_ratios(self.ref.figure, self.sub.figure)
+        middle = stats.median(ratios) if ratios else 0.0
+        interval = stats.sign_test_interval(ratios)
         scored = self.mode != "interpreter"
+        significant = (
+            scored
+            and interval is not None
+            and (interval[0] > 0 or interval[1] < 0)
+            and abs(middle) >= math.log1p(MIN_EFFECT)
+        )
+        if interval is None:
+            low, high = (min(ratios), max(ratios)) if ratios else (0.0, 0.0)
+        else:
+            low, high = interval[0], interval[1]
         return TimingResult(
             timing_mode=self.mode,
             method=TIMING_METHODS[self.mode],
             shape=shape.name,
             reference=reference,
             submission=submission,
-            speedup=reference.median_s / submission.median_s if submission.median_s > 0 else 0.0,
-            speedup_ci=stats.ratio_interval(ref_ci, sub_ci),
-            significant=scored and stats.intervals_separate(ref_ci, sub_ci),
+            speedup=math.exp(middle),
+            speedup_ci=(math.exp(low), math.exp(high)),
+            significant=significant,
             scored=scored,
             calls_per_batch=self.calls_per_batch,
             witness={
-                f"{name}_median_s": {
-                    "reference": stats.median(getattr(self.ref, field_name)),
-                    "submission": stats.median(getattr(self.sub, field_name)),
-                }
-                for name, field_name in WITNESS_FIGURES
+                "pairs": len(ratios),
+                "interval_coverage": interval[2] if interval else None,
+                "min_effect": MIN_EFFECT,
+                **{
+                    f"{name}_per_call_median_s": {
+                        "reference": stats.median(getattr(self.ref, name)),
+                        "submission": stats.median(getattr(self.sub, name)),
+                    }
+                    for name in ("cpu", "wall", "inside")
+                },
+                "harness_overhead_per_call_s": self.harness_overhead_s,
             },
         )
+
+
+__all__ = ["TIMING_METHODS", "Pair", "Timing"]

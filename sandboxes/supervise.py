@@ -24,6 +24,7 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .arena import Arena
 from .base import LimitName, RunRequest, RunResult, SandboxError, SandboxProcess
 from .cgroups import RunCgroup
 
@@ -50,16 +51,18 @@ class RunFds:
     status_r: int = -1
     status_w: int = -1
     seccomp: int = -1
+    arena: int = -1  # the launcher's copy of the arena, moved to ARENA_FD inside
 
     def passed(self) -> list[int]:
         """Descriptors the launcher inherits besides stdio."""
-        fds = (self.child_in, self.child_out, self.status_w, self.seccomp)
+        fds = (self.child_in, self.child_out, self.status_w, self.seccomp, self.arena)
         return [fd for fd in fds if fd >= 0]
 
     def close_child_ends(self) -> None:
         for name in ("child_in", "child_out", "stdout_w", "stderr_w", "stdin_r", "status_w"):
             self.close(name)
         self.close("seccomp")
+        self.close("arena")
 
     def close_all(self) -> None:
         for name in self.__dataclass_fields__:
@@ -112,8 +115,10 @@ class SupervisedProcess(SandboxProcess):
         *,
         supervise_in_thread: bool,
         launcher_env: Mapping[str, str] | None = None,
+        arena: Arena | None = None,
     ) -> None:
         self._request = request
+        self._arena = arena
         self._fds = fds
         self._limits = request.limits
         self._stdout = OutputStream(request.limits.output_bytes)
@@ -199,6 +204,23 @@ class SupervisedProcess(SandboxProcess):
     def cpu_time_s(self) -> float:
         cgroup = self._cgroup()
         return cgroup.cpu_time_s() if cgroup is not None else 0.0
+
+    # --- freezing and the arena --------------------------------------------------------
+
+    def freeze(self) -> None:
+        cgroup = self._cgroup()
+        if cgroup is None:
+            raise SandboxError("the run's cgroup is not known yet: it cannot be frozen")
+        cgroup.freeze()
+
+    def thaw(self) -> None:
+        cgroup = self._cgroup()
+        if cgroup is not None:
+            cgroup.thaw()
+
+    @property
+    def arena(self) -> Arena | None:
+        return self._arena
 
     # --- ending ------------------------------------------------------------------------
 
@@ -347,7 +369,9 @@ class SupervisedProcess(SandboxProcess):
         files: dict[str, bytes],
     ) -> RunResult:
         ended = self._ended if self._ended is not None else time.monotonic()
+        cgroup = self._cgroup()
         return RunResult(
+            memory_limit_hit=cgroup.memory_limit_hit() if cgroup is not None else False,
             exit_code=exit_code,
             signal=sig,
             stdout=bytes(self._stdout.data),
@@ -363,12 +387,13 @@ class SupervisedProcess(SandboxProcess):
     def _common_limit_hit(
         self, sig: int | None, cpu_s: float, largest_file: int, file_limit: int
     ) -> LimitName | None:
-        """The limit that ended or marred the run, most telling first."""
-        if self._kill_reason is not None:
-            return self._kill_reason
+        """The limit that ended or marred the run, most telling first: an OOM kill
+        decides even when a deadline fired too (a run at its memory limit crawls)."""
         cgroup = self._cgroup()
         if cgroup is not None and cgroup.memory_exceeded():
             return "memory"
+        if self._kill_reason is not None:
+            return self._kill_reason
         if cgroup is not None and cgroup.tasks_exceeded():
             return "processes"
         if sig == signal.SIGXCPU or cpu_s >= self._limits.cpu_time_s:

@@ -1,10 +1,16 @@
-"""Statistics for timings: medians, spread, confidence intervals, separation.
+"""Statistics for timings: medians, spread, confidence intervals, paired ratios.
 
-A speedup counts only when the confidence intervals of the reference's and
-the submission's medians separate. Samples here are per-call times of whole
-batches (each batch's wall time over its call count), so they are few
-(5..30) and not normal: the default interval is a percentile bootstrap of the
-median with a fixed seed, so the same samples always give the same interval.
+Samples are per-call times of whole batches (a batch's time over its call
+count), so they are few (6..30) and not normal: a busy or shared host makes
+them skewed and sometimes bimodal. Two kinds of interval are used:
+
+- per side, a percentile bootstrap of the median with a fixed seed (the same
+  samples always give the same interval), for the report;
+- for the speedup, the batches are taken in pairs (a reference batch and a
+  submission batch run back to back, in alternating order), and the interval
+  is that of the median of the pairs' log ratios by the sign test: it is
+  exact whatever the distribution, and drift of the host's speed between
+  pairs cancels within each pair.
 """
 
 from __future__ import annotations
@@ -97,3 +103,31 @@ def ratio_interval(
     low = numerator[0] / denominator[1] if denominator[1] > 0 else math.inf
     high = numerator[1] / denominator[0] if denominator[0] > 0 else math.inf
     return (low, high)
+
+
+def binomial_cdf(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2)."""
+    return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+
+
+def sign_test_interval(
+    values: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[float, float, float] | None:
+    """(low, high, coverage) for the median of ``values`` by the sign test: the r-th
+    smallest and r-th largest values, with r the largest rank whose two-sided error is
+    at most 1 - confidence. None when there are too few values for that confidence
+    (fewer than 6 at 95 %)."""
+    n = len(values)
+    ordered = sorted(values)
+    best = None
+    for rank in range(1, n // 2 + 1):
+        error = 2 * binomial_cdf(rank - 1, n)
+        if error > 1.0 - confidence:
+            break
+        best = (ordered[rank - 1], ordered[n - rank], 1.0 - error)
+    return best
+
+
+def paired_log_ratios(reference: Sequence[float], submission: Sequence[float]) -> list[float]:
+    """ln(reference / submission) per pair: above 0 where the submission was faster."""
+    return [math.log(r / s) for r, s in zip(reference, submission, strict=True) if r > 0 and s > 0]

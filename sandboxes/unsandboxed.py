@@ -9,7 +9,9 @@ it requires ``allow_unsafe=True``.
 Bind mounts are emulated: every ``(host, inside)`` pair of ``ro_binds`` and
 the work dir become symlinks in a private temp folder, and the inside paths
 are rewritten in ``argv`` and ``env``. Resource limits are rlimits (address
-space, CPU, file size, open files) and a wall-clock deadline.
+space, CPU, file size, open files) and a wall-clock deadline. Freezing is
+SIGSTOP and SIGCONT to every process of the run; CPU time is the sum of their
+threads' run times in ``/proc``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ import threading
 import time
 from pathlib import Path, PurePosixPath
 
+from . import procstat
+from .arena import Arena
 from .base import (
+    ARENA_FD,
     CHANNEL_IN_FD,
     CHANNEL_OUT_FD,
     LimitName,
@@ -73,6 +78,15 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # gone
+    return state in (b"T", b"t", b"Z", b"X")
+
+
 class UnsandboxedProcess(SandboxProcess):
     def __init__(self, request: RunRequest) -> None:
         self.request = request
@@ -88,6 +102,8 @@ class UnsandboxedProcess(SandboxProcess):
         high_w = os.dup2(reply_w, _HIGH_FD + 1, inheritable=False)
         os.close(command_r)
         os.close(reply_w)
+        self._arena = Arena.memfd(request.arena_bytes) if request.arena_bytes > 0 else None
+        high_arena = os.dup2(self._arena.fd, _HIGH_FD + 2, inheritable=False) if self._arena else -1
         self.started = time.monotonic()
         self.deadline = self.started + self.limits.wall_time_s
         self.popen = subprocess.Popen(
@@ -99,10 +115,12 @@ class UnsandboxedProcess(SandboxProcess):
             stderr=subprocess.PIPE,
             close_fds=False,
             start_new_session=True,
-            preexec_fn=lambda: self._in_child(high_r, high_w),
+            preexec_fn=lambda: self._in_child(high_r, high_w, high_arena),
         )
         os.close(high_r)
         os.close(high_w)
+        if high_arena >= 0:
+            os.close(high_arena)
         assert self.popen.stdout is not None and self.popen.stderr is not None
         self.out = _CappedReader(os.dup(self.popen.stdout.fileno()), self.limits.output_bytes)
         self.err = _CappedReader(os.dup(self.popen.stderr.fileno()), self.limits.output_bytes)
@@ -142,7 +160,7 @@ class UnsandboxedProcess(SandboxProcess):
             )
         return value
 
-    def _in_child(self, command_r: int, reply_w: int) -> None:
+    def _in_child(self, command_r: int, reply_w: int, arena: int) -> None:
         limits = self.limits
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         cpu = int(limits.cpu_time_s)
@@ -152,6 +170,8 @@ class UnsandboxedProcess(SandboxProcess):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.dup2(command_r, CHANNEL_IN_FD)
         os.dup2(reply_w, CHANNEL_OUT_FD)
+        if arena >= 0:
+            os.dup2(arena, ARENA_FD)
 
     # -- SandboxProcess ------------------------------------------------------------
 
@@ -184,21 +204,36 @@ class UnsandboxedProcess(SandboxProcess):
         return total
 
     def cpu_time_s(self) -> float:
-        ticks = os.sysconf("SC_CLK_TCK")
-        total = 0
+        return sum(procstat.cpu_by_thread(self.host_pids()).values())
+
+    def freeze(self) -> None:
+        # Stop until every process of the tree is seen stopped (a fork may race the signal).
+        deadline = time.monotonic() + 5.0
+        while True:
+            pids = self.host_pids()
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            if all(_stopped(pid) for pid in pids) and pids == self.host_pids():
+                return
+            if time.monotonic() > deadline:
+                raise SandboxError("the unsandboxed process tree did not stop")
+            time.sleep(0.0005)
+
+    def thaw(self) -> None:
         for pid in self.host_pids():
-            with (
-                contextlib.suppress(OSError, IndexError, ValueError),
-                open(f"/proc/{pid}/stat", encoding="ascii") as handle,
-            ):
-                fields = handle.read().rsplit(")", 1)[1].split()
-                total += int(fields[11]) + int(fields[12])
-        return total / ticks
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    @property
+    def arena(self) -> Arena | None:
+        return self._arena
 
     def kill(self) -> None:
         for pid in self.host_pids():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGCONT)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, signal.SIGKILL)
 
@@ -220,6 +255,8 @@ class UnsandboxedProcess(SandboxProcess):
         self.err.join(5)
         with contextlib.suppress(OSError):
             os.close(self.reply_r)
+        if self._arena is not None:
+            self._arena.close()
         return self._result()
 
     def _result(self) -> RunResult:

@@ -4,8 +4,13 @@ Started inside the sandbox (see ``sandboxes.kernel`` for the command line).
 It imports torch, captures the functions it relies on, reports ``hello``,
 and only then, on ``load``, imports the problem module: the reference in one
 sandbox, the submission in another. Commands (``op``): load, setup, generate
-(reference only), prepare, go, outputs, profile, check (reference only), bye.
-Each reply echoes the command's ``seq``.
+(reference only), call, audit, check (reference only), profile, bye. Each
+reply echoes the command's ``seq``.
+
+A ``call`` runs the problem once on inputs the grader has just written into
+the arena and answers with where the output is; the grader reads it from
+outside before it writes the next call's inputs. ``audit`` ends a batch of
+calls: it reports the in-process checks and lets go of the batch's outputs.
 """
 
 from __future__ import annotations
@@ -19,19 +24,20 @@ from typing import Any
 
 import torch
 
-from . import guards, protocol, runner
+from . import arena, audit, outputs, protocol, runner
 from .protocol import HARNESS_VERSION, ProtocolError
 
 CHANNEL_IN_FD = 3
 CHANNEL_OUT_FD = 4
 
 _write = os.write
+_readv = os.readv
 
 
 def _read_into(view: memoryview) -> bool:
     done = 0
     while done < view.nbytes:
-        got = os.readv(CHANNEL_IN_FD, [view[done:]])
+        got = _readv(CHANNEL_IN_FD, [view[done:]])
         if got == 0:
             return False
         done += got
@@ -65,12 +71,11 @@ class Harness:
         self.problem: runner.Problem | None = None
         self.seed_inputs = True
         self.timer = runner.Timer("cpu")
-        self.stager: runner.Stager | None = None
-        self.batch: list[Any] = []
-        self.outputs: list[Any] = []
-        self.guard_ranges: list[tuple[int, int]] = []
-        self.samples: list[Any] = []
-        self.sentinel = guards.Sentinel([sys.modules[name] for name in _harness_modules()])
+        self.arena = arena.ArenaMap()
+        self.kept: list[Any] = []  # this batch's outputs, alive until the grader has read them
+        self.staged: list[tuple[torch.Tensor, torch.Tensor]] = []  # (arena region, device copy)
+        self.last_args: Any = None
+        self.audit = audit.Audit([sys.modules[name] for name in _harness_modules()])
 
     # -- commands ---------------------------------------------------------------
 
@@ -88,7 +93,8 @@ class Harness:
         self.problem = runner.Problem(
             module, str(header["format"]), str(header["role"]), self.device
         )
-        return {"has_check": self.problem.has_check, "violations": self.sentinel.violations()}
+        self.audit.after_import()
+        return {"has_check": self.problem.has_check, "violations": self.audit.violations()}
 
     def setup(
         self, header: dict[str, Any], blobs: list[memoryview]
@@ -101,7 +107,7 @@ class Harness:
         payload = self._problem().setup(dict(header["params"]), int(header["init_seed"]), init)
         out: list[memoryview] = []
         tree = protocol.pack_tree(payload, out)
-        return {"payload": tree, "violations": self.sentinel.violations()}, out
+        return {"payload": tree, "violations": self.audit.violations()}, out
 
     def generate(
         self, header: dict[str, Any], _blobs: list[memoryview]
@@ -113,64 +119,38 @@ class Harness:
         ]
         return {"values": values}, out
 
-    def prepare(self, header: dict[str, Any], blobs: list[memoryview]) -> dict[str, Any]:
-        self.batch, self.outputs = [], []
-        self.stager = runner.Stager(
-            self.device, keep_pristine=self._problem().format == "kernelbench"
-        )
-        guards_per_call = []
-        for tree in header["values"]:
-            start = len(self.stager.guards)
-            self.batch.append(protocol.unpack_tree(tree, blobs, self.stager))
-            guards_per_call.append((start, len(self.stager.guards)))
-        self.guard_ranges = guards_per_call
-        self.timer.sync()
-        return {"count": len(self.batch)}
+    def call(self, header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
+        self.staged = []
+        args = protocol.unpack_tree(header["args"], [], arena=self._arena_tensor)
+        try:
+            output, inside_s, event_s = runner.call_once(
+                self._problem(), args, self.timer, bool(header.get("events"))
+            )
+        except BaseException as exc:  # SystemExit and friends are the submission's too
+            raise runner.HarnessFailure("call", exc) from None
+        for region, device_copy in self.staged:
+            region.copy_(device_copy)  # device guard bands and inputs back, for the grader
+        self.last_args = args
+        reply: dict[str, Any] = {"time": inside_s, "event_time": event_s}
+        hooks = audit.hooks_in_effect()
+        if hooks:
+            # Describing the output could run the hook: leave it untouched.
+            reply["violations"] = hooks
+            return reply
+        reply["out"] = outputs.describe(output, self.kept)
+        reply["arena"] = list(self.arena.address_range())
+        return reply
 
-    def go(self, header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
-        result = runner.run_batch(
-            self._problem(),
-            self.batch,
-            self.timer,
-            int(header["nonce"]),
-            bool(header.get("events")),
-        )
-        self.outputs = result.pop("outputs")
-        self.samples = result.pop("samples")
-        return result
+    def audit_batch(self, _header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
+        self.kept = []
+        return {"violations": self.audit.violations()}
 
-    def outputs_(
-        self, _header: dict[str, Any], _blobs: list[memoryview]
-    ) -> tuple[dict[str, Any], list[memoryview]]:
-        out: list[memoryview] = []
-        values, samples, margins, unchanged, aliased, views = [], [], [], [], [], []
-        stager = self.stager or runner.Stager(self.device, keep_pristine=False)
-        seen: set[int] = set()
-        for index, output in enumerate(self.outputs):
-            first, last = self.guard_ranges[index]
-            inputs = stager.guards[first:last]
-            storages = runner.storage_pointers(output)
-            aliased.append(bool(storages & seen))
-            views.append(bool(storages & {g.buffer.untyped_storage().data_ptr() for g in inputs}))
-            seen |= storages
-            values.append(protocol.pack_tree(output, out))
-            samples.append(protocol.pack_tree(self.samples[index], out))
-            margins.append(all(g.margins_intact() for g in inputs))
-            unchanged.append(all(g.unchanged() for g in inputs))
-        reply = {
-            "values": values,
-            "samples": samples,
-            "margins": margins,
-            "unchanged": unchanged,
-            "aliased": aliased,
-            "views_of_inputs": views,
-            "violations": self.sentinel.violations(),
-        }
-        return reply, out
-
-    def profile(self, _header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
+    def profile(self, header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
+        calls = max(1, int(header.get("calls", 1)))
         return {
-            "device_time_s": runner.profile_device_time(self._problem(), self.batch, self.timer)
+            "device_time_s": runner.profile_device_time(
+                self._problem(), self.last_args, self.timer, calls
+            )
         }
 
     def check(self, header: dict[str, Any], blobs: list[memoryview]) -> dict[str, Any]:
@@ -182,15 +162,28 @@ class Harness:
             results.append(list(problem.check(data, output)))
         return {"results": results}
 
-    def release(self) -> None:
-        self.batch, self.outputs, self.samples, self.stager = [], [], [], None
-
     # -- plumbing ---------------------------------------------------------------
 
     def _problem(self) -> runner.Problem:
         if self.problem is None:
             raise ProtocolError("no problem loaded")
         return self.problem
+
+    def _arena_tensor(
+        self, dtype: torch.dtype, shape: list[int], offset: int, pad: int
+    ) -> torch.Tensor:
+        if self.device == "cpu":
+            return self.arena.tensor(dtype, shape, offset)
+        # On a GPU the input and its guard bands go to the device for the call, and
+        # come back over the arena afterwards.
+        item = torch.empty((), dtype=dtype).element_size()
+        numel = 1
+        for dim in shape:
+            numel *= dim
+        region = self.arena.region(offset - pad * item, (numel + 2 * pad) * item)
+        device_copy = region.to(self.device)
+        self.staged.append((region, device_copy))
+        return device_copy[pad * item : (pad + numel) * item].view(dtype).view(shape)
 
     def _to_device(self, dtype: torch.dtype, shape: list[int], data: memoryview) -> torch.Tensor:
         return protocol.copy_tensor(dtype, shape, data).to(self.device)
@@ -200,9 +193,8 @@ class Harness:
             "load": self.load,
             "setup": self.setup,
             "generate": self.generate,
-            "prepare": self.prepare,
-            "go": self.go,
-            "outputs": self.outputs_,
+            "call": self.call,
+            "audit": self.audit_batch,
             "profile": self.profile,
             "check": self.check,
         }
@@ -216,14 +208,12 @@ class Harness:
                 return
             reply: Any = self._dispatch(handlers.get(str(op)), header, blobs)
             reply_header, reply_blobs = reply if isinstance(reply, tuple) else (reply, [])
-            if op == "outputs":
-                self.release()
-            send({"op": op, "seq": header.get("seq"), "ok": True, **reply_header}, reply_blobs)
+            ok = "error" not in reply_header
+            send({"op": op, "seq": header.get("seq"), "ok": ok, **reply_header}, reply_blobs)
 
     def _dispatch(self, handler: Any, header: dict[str, Any], blobs: list[memoryview]) -> Any:
         if handler is None:
             return {
-                "ok": False,
                 "error": {
                     "where": "protocol",
                     "type": "ProtocolError",
@@ -234,14 +224,15 @@ class Harness:
         try:
             return handler(header, blobs)
         except runner.HarnessFailure as failure:
-            return {"ok": False, "error": failure.details}
+            return {"error": failure.details}
         except BaseException as exc:
-            return {"ok": False, "error": runner.describe(exc, str(header.get("op")))}
+            return {"error": runner.describe(exc, str(header.get("op")))}
 
 
 def _harness_modules() -> list[str]:
     package = __name__.rpartition(".")[0]
-    return [f"{package}.{name}" for name in ("protocol", "guards", "runner", "main")]
+    names = ("protocol", "audit", "arena", "outputs", "runner", "main")
+    return [f"{package}.{name}" for name in names]
 
 
 def _warm_up_torch(threads: int) -> None:
@@ -264,7 +255,7 @@ def main() -> None:
             "ok": True,
             "version": HARNESS_VERSION,
             "pid": os.getpid(),
-            "threads": guards.thread_count(),
+            "threads": audit.thread_count(),
             "torch": torch.__version__,
             "python": platform.python_version(),
             "cuda": torch.cuda.is_available(),

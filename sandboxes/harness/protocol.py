@@ -3,10 +3,25 @@
 A message is ``[u64 length][u32 header length][header JSON][blob 0][blob 1]…``
 where the header lists the blob sizes. Values travel as a JSON tree whose
 tensor leaves point at raw little-endian buffers: nothing is ever unpickled,
-and the trusted side rebuilds tensors only with ``torch.frombuffer`` after
-checking dtype, shape and size. Everything a submission process sends is
-hostile: ``decode_frame`` and ``unpack_tree`` raise ``ProtocolError`` on
-anything malformed.
+and the trusted side rebuilds tensors only from bytes after checking dtype,
+shape and size. Everything a submission process sends is hostile:
+``decode_frame`` and ``unpack_tree`` raise ``ProtocolError`` on anything
+malformed, however it is malformed (too deep, too large, wrong types,
+unhashable keys), and never anything else.
+
+Tensor leaves come in three kinds:
+
+- ``tensor``: bytes in a blob of the same message (inputs the reference
+  generated, model weights, values for a task's own check);
+- ``arena``: bytes at an offset of the arena, the memory the grader shares
+  with one harness process (``sandboxes/arena.py``), between guard bands of
+  ``pad`` elements on each side: a call's inputs;
+- ``mem``: a call's output, left where it is in the harness process's memory
+  (``addr``, ``nbytes``) for the grader to read from outside.
+
+A value the harness will not describe (a tensor subclass, a container
+subclass, an object of some other type) travels as ``opaque`` with its type's
+name, for the grader's report.
 
 This module runs inside the sandbox too: it imports only the standard
 library and torch, and other harness modules only relatively.
@@ -18,16 +33,18 @@ import json
 import math
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
-HARNESS_VERSION = "1.0.0"
+HARNESS_VERSION = "2.0.0"
 
 MAX_HEADER_BYTES = 8 * 1024 * 1024
 MAX_TREE_NODES = 100_000
 MAX_TREE_DEPTH = 32
-OUTPUT_SAMPLES = 64
+MAX_DIMS = 16
+# Arena layout: tensors start on cache-line boundaries.
+ALIGN = 64
 
 _PREFIX = struct.Struct(">QI")
 
@@ -49,6 +66,8 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
     if hasattr(torch, _name):
         DTYPES[_name] = getattr(torch, _name)
 DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+ITEM_SIZES = {name: torch.empty((), dtype=dtype).element_size() for name, dtype in DTYPES.items()}
+SCALAR_KINDS = ("none", "bool", "int", "float", "str")
 
 
 class ProtocolError(Exception):
@@ -85,14 +104,11 @@ def decode_frame(frame: memoryview) -> tuple[dict[str, Any], list[memoryview]]:
     (header_len,) = struct.unpack(">I", frame[:4])
     if header_len > MAX_HEADER_BYTES or 4 + header_len > frame.nbytes:
         raise ProtocolError("header length out of range")
-    try:
-        header = json.loads(bytes(frame[4 : 4 + header_len]))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ProtocolError(f"header is not JSON: {exc}") from exc
+    header = _parse_json(bytes(frame[4 : 4 + header_len]))
     if not isinstance(header, dict):
         raise ProtocolError("header is not an object")
     sizes = header.get("blobs", [])
-    if not isinstance(sizes, list) or not all(_is_count(size) for size in sizes):
+    if not isinstance(sizes, list) or not all(is_count(size) for size in sizes):
         raise ProtocolError("blob sizes are not a list of counts")
     offset = 4 + header_len
     if offset + sum(sizes) != frame.nbytes:
@@ -104,8 +120,33 @@ def decode_frame(frame: memoryview) -> tuple[dict[str, Any], list[memoryview]]:
     return header, blobs
 
 
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+def _parse_json(raw: bytes) -> Any:
+    # Nesting is bounded before parsing: the C parser recurses once per level. The
+    # number of opening brackets bounds the depth; only when it is large is the depth
+    # itself measured (brackets inside strings over-count, which errs on the safe side).
+    limit = 4 * MAX_TREE_DEPTH + 16
+    if raw.count(b"[") + raw.count(b"{") > limit:
+        depth = most = 0
+        for byte in raw:
+            if byte in (0x5B, 0x7B):  # [ {
+                depth += 1
+                most = max(most, depth)
+            elif byte in (0x5D, 0x7D):  # ] }
+                depth -= 1
+        if most > limit:
+            raise ProtocolError(f"header nested {most} levels deep")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise ProtocolError(f"header is not JSON: {exc}") from None
+
+
+def is_count(value: Any) -> TypeGuard[int]:
+    return type(value) is int and value >= 0
+
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 # -- value trees ------------------------------------------------------------------
@@ -120,7 +161,12 @@ def tensor_bytes(tensor: torch.Tensor) -> memoryview:
 
 
 def pack_tree(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str, Any]:
-    """A JSON-able tree for ``value``; tensor bytes are appended to ``blobs``."""
+    """A JSON-able tree for ``value``; tensor bytes are appended to ``blobs``.
+
+    Used for values of trusted code (the reference's inputs and weights, the
+    grader's own): the submission's outputs are described by the harness
+    instead (``outputs.describe``), and never packed with their own methods.
+    """
     if depth > MAX_TREE_DEPTH:
         raise ProtocolError("value nested too deeply")
     if isinstance(value, torch.Tensor):
@@ -128,24 +174,17 @@ def pack_tree(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str, 
         if dtype is None:
             raise ProtocolError(f"unsupported tensor dtype {value.dtype}")
         blobs.append(tensor_bytes(value))
-        return {
-            "k": "tensor",
-            "dtype": dtype,
-            "shape": list(value.shape),
-            "device": value.device.type,
-            "cls": f"{type(value).__module__}.{type(value).__qualname__}",
-            "blob": len(blobs) - 1,
-        }
+        return {"k": "tensor", "dtype": dtype, "shape": list(value.shape), "blob": len(blobs) - 1}
     if value is None:
         return {"k": "none"}
     if isinstance(value, bool):
-        return {"k": "bool", "v": value}
+        return {"k": "bool", "v": bool(value)}
     if isinstance(value, int):
-        return {"k": "int", "v": str(value)}
+        return {"k": "int", "v": str(int(value))}
     if isinstance(value, float):
-        return {"k": "float", "v": repr(value)}
+        return {"k": "float", "v": repr(float(value))}
     if isinstance(value, str):
-        return {"k": "str", "v": value}
+        return {"k": "str", "v": str(value)}
     if isinstance(value, torch.dtype):
         return {"k": "dtype", "v": DTYPE_NAMES.get(value, str(value))}
     if isinstance(value, tuple | list):
@@ -160,7 +199,26 @@ def pack_tree(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str, 
     raise ProtocolError(f"cannot send a value of type {type(value).__name__}")
 
 
+def pack_scalar(value: Any) -> dict[str, Any] | None:
+    """The node of a plain scalar of exactly a builtin type (or a dtype), or None."""
+    kind = type(value)
+    if value is None:
+        return {"k": "none"}
+    if kind is bool:
+        return {"k": "bool", "v": value}
+    if kind is int:
+        return {"k": "int", "v": str(value)}
+    if kind is float:
+        return {"k": "float", "v": repr(value)}
+    if kind is str:
+        return {"k": "str", "v": value}
+    if kind is torch.dtype:
+        return {"k": "dtype", "v": DTYPE_NAMES.get(value, str(value))}
+    return None
+
+
 TensorFactory = Callable[[torch.dtype, list[int], memoryview], torch.Tensor]
+ArenaFactory = Callable[[torch.dtype, list[int], int, int], torch.Tensor]
 
 
 def copy_tensor(dtype: torch.dtype, shape: list[int], data: memoryview) -> torch.Tensor:
@@ -173,45 +231,85 @@ def copy_tensor(dtype: torch.dtype, shape: list[int], data: memoryview) -> torch
     return tensor
 
 
-class _Unpacker:
-    def __init__(self, blobs: Sequence[memoryview], factory: TensorFactory) -> None:
-        self.blobs = blobs
-        self.factory = factory
+def tensor_nbytes(dtype_name: str, shape: list[int]) -> int:
+    return math.prod(shape) * ITEM_SIZES[dtype_name]
+
+
+def check_tensor_node(node: dict[str, Any]) -> tuple[torch.dtype, list[int]]:
+    """The dtype and shape of a tensor-like leaf, or ProtocolError."""
+    name = node.get("dtype")
+    dtype = DTYPES.get(name) if isinstance(name, str) else None
+    shape = node.get("shape")
+    if dtype is None:
+        raise ProtocolError(f"unknown dtype {str(node.get('dtype'))[:40]!r}")
+    if not isinstance(shape, list) or not all(is_count(d) for d in shape) or len(shape) > MAX_DIMS:
+        raise ProtocolError("bad tensor shape")
+    if math.prod(shape) > 2**48:
+        raise ProtocolError("tensor too large")
+    return dtype, shape
+
+
+class TreeWalker:
+    """Bounded walk over a received tree: node count and depth, container shapes,
+    scalar leaves. Subclasses say what a tensor-like leaf becomes."""
+
+    leaf_kinds: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
         self.nodes = 0
 
-    def unpack(self, node: Any, depth: int) -> Any:
+    def unpack(self, node: Any, depth: int = 0) -> Any:
         self.nodes += 1
         if self.nodes > MAX_TREE_NODES or depth > MAX_TREE_DEPTH:
             raise ProtocolError("value tree too large or too deep")
-        if not isinstance(node, dict) or not isinstance(node.get("k"), str):
+        if type(node) is not dict or type(node.get("k")) is not str:
             raise ProtocolError("value node is not an object with a kind")
         kind = node["k"]
-        if kind == "tensor":
-            return self._tensor(node)
+        if kind in self.leaf_kinds:
+            return self.leaf(node)
         if kind in ("list", "tuple"):
             items = [self.unpack(item, depth + 1) for item in _items(node)]
             return items if kind == "list" else tuple(items)
         if kind == "dict":
-            pairs = [_pair(item) for item in _items(node)]
-            return {self.unpack(k, depth + 1): self.unpack(v, depth + 1) for k, v in pairs}
+            result = {}
+            for item in _items(node):
+                key_node, value_node = _pair(item)
+                if type(key_node) is not dict or key_node.get("k") not in SCALAR_KINDS:
+                    raise ProtocolError("dict key is not a plain scalar")
+                result[self.unpack(key_node, depth + 1)] = self.unpack(value_node, depth + 1)
+            return result
         return _scalar(kind, node.get("v"))
 
-    def _tensor(self, node: dict[str, Any]) -> torch.Tensor:
-        dtype = DTYPES.get(node.get("dtype"))  # type: ignore[arg-type]
-        shape = node.get("shape")
+    def leaf(self, node: dict[str, Any]) -> Any:
+        raise ProtocolError(f"unexpected {node['k']} node")
+
+
+class _Unpacker(TreeWalker):
+    leaf_kinds = ("tensor", "arena")
+
+    def __init__(
+        self,
+        blobs: Sequence[memoryview],
+        factory: TensorFactory,
+        arena: ArenaFactory | None,
+    ) -> None:
+        super().__init__()
+        self.blobs = blobs
+        self.factory = factory
+        self.arena = arena
+
+    def leaf(self, node: dict[str, Any]) -> torch.Tensor:
+        dtype, shape = check_tensor_node(node)
+        if node["k"] == "arena":
+            offset, pad = node.get("offset"), node.get("pad", 0)
+            if self.arena is None or not is_count(offset) or not is_count(pad):
+                raise ProtocolError("bad arena tensor")
+            return self.arena(dtype, shape, offset, pad)
         blob = node.get("blob")
-        if dtype is None:
-            raise ProtocolError(f"unknown dtype {node.get('dtype')!r}")
-        if (
-            not isinstance(shape, list)
-            or not all(_is_count(dim) for dim in shape)
-            or len(shape) > 16
-        ):
-            raise ProtocolError("bad tensor shape")
-        if not isinstance(blob, int) or isinstance(blob, bool) or not 0 <= blob < len(self.blobs):
+        if not is_count(blob) or blob >= len(self.blobs):
             raise ProtocolError("bad blob index")
         data = self.blobs[blob]
-        expected = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        expected = tensor_nbytes(node["dtype"], shape)
         if data.nbytes != expected:
             raise ProtocolError(
                 f"tensor of shape {shape} {node['dtype']} needs {expected} bytes, got {data.nbytes}"
@@ -221,13 +319,13 @@ class _Unpacker:
 
 def _items(node: dict[str, Any]) -> list[Any]:
     items = node.get("items")
-    if not isinstance(items, list):
+    if type(items) is not list:
         raise ProtocolError("container without items")
     return items
 
 
 def _pair(item: Any) -> tuple[Any, Any]:
-    if not isinstance(item, list) or len(item) != 2:
+    if type(item) is not list or len(item) != 2:
         raise ProtocolError("dict item is not a pair")
     return item[0], item[1]
 
@@ -236,32 +334,35 @@ def _scalar(kind: str, value: Any) -> Any:
     try:
         if kind == "none":
             return None
-        if kind == "bool" and isinstance(value, bool):
+        if kind == "bool" and type(value) is bool:
             return value
-        if kind == "int" and isinstance(value, str) and len(value) < 400:
+        if kind == "int" and type(value) is str and len(value) < 400:
             return int(value)
-        if kind == "float" and isinstance(value, str) and len(value) < 64:
+        if kind == "float" and type(value) is str and len(value) < 64:
             return float(value)
-        if kind == "str" and isinstance(value, str):
+        if kind == "str" and type(value) is str:
             return value
-        if kind == "dtype" and value in DTYPES:
+        if kind == "dtype" and type(value) is str and value in DTYPES:
             return DTYPES[value]
     except ValueError as exc:
         raise ProtocolError(f"bad {kind} value") from exc
-    raise ProtocolError(f"bad value node of kind {kind!r}")
+    raise ProtocolError(f"bad value node of kind {kind[:40]!r}")
 
 
 def unpack_tree(
-    node: Any, blobs: Sequence[memoryview], factory: TensorFactory = copy_tensor
+    node: Any,
+    blobs: Sequence[memoryview],
+    factory: TensorFactory = copy_tensor,
+    arena: ArenaFactory | None = None,
 ) -> Any:
-    return _Unpacker(blobs, factory).unpack(node, 0)
+    return _Unpacker(blobs, factory, arena).unpack(node)
 
 
 def tree_tensors(node: Any) -> list[dict[str, Any]]:
-    """The tensor leaves of a packed tree (the dicts), in order."""
+    """The tensor-like leaves of a tree (the dicts), in order."""
     if not isinstance(node, dict):
         return []
-    if node.get("k") == "tensor":
+    if node.get("k") in ("tensor", "arena", "mem"):
         return [node]
     found: list[dict[str, Any]] = []
     for item in node.get("items", []) if isinstance(node.get("items"), list) else []:
@@ -271,53 +372,22 @@ def tree_tensors(node: Any) -> list[dict[str, Any]]:
     return found
 
 
-# -- output samples ---------------------------------------------------------------
+# -- guard bands ------------------------------------------------------------------
 
 
-def sample_positions(nonce: int, calls: int) -> torch.Tensor:
-    """Raw positions (calls x SAMPLES) drawn from the batch's nonce."""
-    generator = torch.Generator(device="cpu")
-    generator.manual_seed(nonce % (2**63))
-    return torch.randint(0, 2**62, (calls, OUTPUT_SAMPLES), generator=generator)
+def pad_elements(numel: int) -> int:
+    """Sentinel elements on each side of an input in the arena."""
+    return min(max(1024, numel // 64), 1 << 22)
 
 
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, tuple | list):
-        return [leaf for item in value for leaf in _leaves(item)]
-    return []
-
-
-def sample_output(value: Any, positions: torch.Tensor) -> list[torch.Tensor]:
-    """Elements of every tensor in an output at the given raw positions.
-
-    Taken right after each timed call, inside the timed window, so the values
-    must exist by then; the grader later checks the full output against them.
-    """
-    samples = []
-    for offset, leaf in enumerate(_leaves(value)):
-        count = leaf.numel()
-        if count == 0:
-            samples.append(leaf.reshape(-1))
-            continue
-        index = (positions + offset) % count if offset else positions % count
-        samples.append(leaf.reshape(-1)[index])
-    return samples
-
-
-def samples_match(value: Any, positions: torch.Tensor, samples: Any) -> bool:
-    """Whether the samples a harness reported are the output's elements (trusted side)."""
-    expected = sample_output(value, positions)
-    if not isinstance(samples, list) or len(samples) != len(expected):
-        return False
-    for want, got in zip(expected, samples, strict=True):
-        if not isinstance(got, torch.Tensor) or got.dtype != want.dtype or got.shape != want.shape:
-            return False
-        if want.numel() and not torch.equal(
-            want.contiguous().view(torch.uint8), got.contiguous().view(torch.uint8)
-        ):
-            return False
-    return True
+def sentinel_bytes(dtype_name: str, count: int) -> bytes:
+    """``count`` elements of the dtype's sentinel: NaN for floats, the largest value for
+    integers, True for bools. Reading one poisons a result; writing one shows."""
+    dtype = DTYPES[dtype_name]
+    if dtype.is_floating_point or dtype.is_complex:
+        value: Any = float("nan")
+    elif dtype == torch.bool:
+        value = True
+    else:
+        value = torch.iinfo(dtype).max
+    return torch.full((count,), value, dtype=dtype).view(torch.uint8).numpy().tobytes()

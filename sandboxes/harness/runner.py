@@ -2,8 +2,8 @@
 
 The same code serves the reference process (author code) and the submission
 process (hostile code): only the module and the entry points differ, so a
-submission cannot tell a timed batch from a correctness one by the path
-its calls take.
+submission cannot tell a timed call from a correctness one by the path its
+calls take.
 """
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-from .guards import GuardedInput
-from .protocol import sample_output, sample_positions
 
 ENTRY_POINTS = {
     ("kernelbench", "reference"): ("Model", "get_inputs", "get_init_inputs"),
@@ -159,23 +156,10 @@ class Problem:
         return bool(result), ""
 
 
-class Stager:
-    """Builds guard-banded inputs for a batch and remembers their guards."""
-
-    def __init__(self, device: str, keep_pristine: bool) -> None:
-        self.device = device
-        self.keep_pristine = keep_pristine
-        self.guards: list[GuardedInput] = []
-
-    def __call__(self, dtype: torch.dtype, shape: list[int], data: memoryview) -> torch.Tensor:
-        guard = GuardedInput(dtype, shape, data, self.device, self.keep_pristine)
-        self.guards.append(guard)
-        return guard.tensor
-
-
 class Timer:
-    """Per-call timing: wall clock with a device synchronise, or CUDA events
-    with an L2 flush before each call (GPU only; not exercised on CPU hosts)."""
+    """Per-call timing inside the process: wall clock with a device synchronise, or
+    CUDA events with an L2 flush before each call (GPU only; not exercised on CPU
+    hosts). The grader treats both as a cross-check only."""
 
     def __init__(self, device: str) -> None:
         self.cuda = device.startswith("cuda")
@@ -194,78 +178,40 @@ class Timer:
             self.sync()
 
 
-def run_batch(
-    problem: Problem, batch: list[Any], timer: Timer, nonce: int, use_events: bool
-) -> dict[str, Any]:
-    """Run the calls back to back; a sample of each output is read right after
-    its call, so the values must exist inside the timed window."""
-    times: list[float] = []
-    event_times: list[float] = []
-    samples: list[list[torch.Tensor]] = []
-    outputs: list[Any] = []
-    error = None
-    positions = sample_positions(nonce, len(batch)).to(problem.device)
+def call_once(
+    problem: Problem, args: Any, timer: Timer, use_events: bool
+) -> tuple[Any, float, float | None]:
+    """Run one call: (output, wall seconds by the in-process clock, event seconds)."""
+    event_s = None
     with _no_grad():
-        for index, args in enumerate(batch):
-            try:
-                if use_events:
-                    timer.flush()
-                    start, end = timer.event(enable_timing=True), timer.event(enable_timing=True)  # type: ignore[misc]
-                    start.record()
-                began = _perf_counter()
-                output = problem.call(args)
-                timer.sync()
-                ended = _perf_counter()
-                if use_events:
-                    end.record()
-                    timer.sync()
-                    event_times.append(start.elapsed_time(end) / 1000.0)
-                times.append(ended - began)
-                samples.append(sample_output(output, positions[index]))
-            except BaseException as exc:  # SystemExit and friends are the submission's too
-                error = describe(exc, "call")
-                error["index"] = index
-                break
-            outputs.append(output)
-    return {
-        "times": times,
-        "event_times": event_times,
-        "error": error,
-        "outputs": outputs,
-        "samples": samples,
-    }
+        if use_events:
+            timer.flush()
+            start, end = timer.event(enable_timing=True), timer.event(enable_timing=True)  # type: ignore[misc]
+            start.record()
+        began = _perf_counter()
+        output = problem.call(args)
+        timer.sync()
+        ended = _perf_counter()
+        if use_events:
+            end.record()
+            timer.sync()
+            event_s = start.elapsed_time(end) / 1000.0
+    return output, ended - began, event_s
 
 
-def storage_pointers(value: Any) -> set[int]:
-    """Addresses of the storages behind every tensor in an output."""
-    if isinstance(value, torch.Tensor):
-        return {value.untyped_storage().data_ptr()} if value.numel() else set()
-    found: set[int] = set()
-    items = (
-        value.values()
-        if isinstance(value, dict)
-        else value
-        if isinstance(value, tuple | list)
-        else ()
-    )
-    for item in items:
-        found |= storage_pointers(item)
-    return found
-
-
-def profile_device_time(problem: Problem, batch: list[Any], timer: Timer) -> float | None:
+def profile_device_time(problem: Problem, args: Any, timer: Timer, calls: int) -> float | None:
     """Device time per call from the profiler (CUPTI), a second witness on GPUs.
 
-    Runs the batch again without L2 flushes; only on CUDA hosts. Not exercised
-    on CPU-only machines.
+    Runs the last call's inputs again without L2 flushes; only on CUDA hosts. Not
+    exercised on CPU-only machines.
     """
     if not timer.cuda:
         return None
     from torch.profiler import ProfilerActivity, profile
 
     with _no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for args in batch:
+        for _ in range(calls):
             problem.call(args)
         timer.sync()
     total_us = sum(event.self_device_time_total for event in prof.key_averages())
-    return total_us / 1e6 / max(len(batch), 1)
+    return total_us / 1e6 / max(calls, 1)

@@ -485,12 +485,14 @@ release.set()
     try:
         assert recv_until(process, b"ready\n") == b"ready\n"
         pids = process.host_pids()
-        assert len(pids) == 1
-        assert Path(f"/proc/{pids[0]}/cmdline").read_bytes().startswith(PY.encode())
-        status = Path(f"/proc/{pids[0]}/status").read_text()
-        host_uid = next(line for line in status.splitlines() if line.startswith("Uid:"))
-        assert host_uid.split()[1:] == [str(sandbox.host_id)] * 4  # never host root
-        assert process.thread_count() == 6
+        assert len(pids) == 2  # bwrap's init (PID 1 inside) and the command
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids]
+        assert sum(command.startswith(PY.encode()) for command in commands) == 1
+        for pid in pids:
+            status = Path(f"/proc/{pid}/status").read_text()
+            host_uid = next(line for line in status.splitlines() if line.startswith("Uid:"))
+            assert host_uid.split()[1:] == [str(sandbox.host_id)] * 4  # never host root
+        assert process.thread_count() == 7  # init's one thread, the command's six
         assert process.cpu_time_s() >= 0.2
         process.send(b"x")
     finally:

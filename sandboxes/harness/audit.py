@@ -1,27 +1,34 @@
-"""In-process defences: originals captured before any submission code runs,
-integrity checks against them, and guard-banded inputs.
+"""In-process checks: originals captured before any submission code runs, and the
+hooks through which code could run outside a call.
 
-These checks run in the submission's own process, so a determined submission
-can defeat them; they are a first line only. What decides a verdict is what
-the trusted grader checks from outside (outputs against the reference
-process, wall time around batches, processes and threads via /proc).
+These run in the submission's own process, so a determined submission can
+defeat them; they are a first line only, there to name what was tried. What
+decides a verdict is checked outside: every output is read and compared by
+the grader before the next call's inputs exist, and the time of a batch is
+the CPU time the kernel counted for the whole sandbox while it was not frozen
+(see ``sandboxes.kernel``).
 """
 
 from __future__ import annotations
 
+import atexit
 import builtins
+import gc
 import json
 import os
+import signal
 import sys
 import threading
 import time
 import types
+import weakref
 from typing import Any
 
 import torch
 
 # Functions the harness relies on, or that a submission could patch to fake a
-# result: each must still be the very object captured at start-up.
+# result or to run code inside the harness's own steps: each must still be the
+# very object captured at start-up.
 WATCHED: tuple[tuple[str, str], ...] = (
     ("time", "perf_counter"),
     ("time", "perf_counter_ns"),
@@ -34,20 +41,18 @@ WATCHED: tuple[tuple[str, str], ...] = (
     ("torch", "isclose"),
     ("torch", "equal"),
     ("torch.testing", "assert_close"),
-    ("torch", "randint"),
     ("torch", "manual_seed"),
     ("torch", "empty"),
     ("torch", "frombuffer"),
     ("torch", "no_grad"),
+    ("torch.Tensor", "__torch_function__"),
+    ("torch.Tensor", "__torch_dispatch__"),
     ("torch.Tensor", "copy_"),
-    ("torch.Tensor", "reshape"),
     ("torch.Tensor", "contiguous"),
     ("torch.Tensor", "view"),
     ("torch.Tensor", "to"),
-    ("torch.Tensor", "__getitem__"),
-    ("torch.Tensor", "__eq__"),
-    ("torch.Tensor", "sum"),
-    ("torch.Tensor", "detach"),
+    ("torch.Tensor", "data_ptr"),
+    ("torch.Tensor", "untyped_storage"),
     ("torch.cuda", "synchronize"),
     ("torch.cuda", "Event"),
     ("torch.cuda.Event", "record"),
@@ -56,10 +61,12 @@ WATCHED: tuple[tuple[str, str], ...] = (
     ("os", "write"),
     ("os", "read"),
     ("os", "readv"),
-    ("os", "listdir"),
     ("json", "dumps"),
     ("json", "loads"),
-    ("threading", "active_count"),
+    ("sys", "excepthook"),
+    ("sys", "unraisablehook"),
+    ("threading", "excepthook"),
+    ("builtins", "__import__"),
     ("builtins", "isinstance"),
     ("builtins", "type"),
     ("builtins", "len"),
@@ -71,10 +78,20 @@ _ROOTS = {
     "torch": torch,
     "os": os,
     "json": json,
+    "sys": sys,
     "threading": threading,
     "builtins": builtins,
 }
 _MISSING = object()
+# Captured now: the checks must not go through anything the submission can replace.
+_len_function_modes = torch._C._len_torch_function_stack
+_len_dispatch_modes = torch._C._len_torch_dispatch_stack
+_getprofile = sys.getprofile
+_gettrace = sys.gettrace
+_getitimer = signal.getitimer
+_getsignal = signal.getsignal
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+_SIGNALS = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP})
 
 
 def _resolve(path: str, name: str) -> Any:
@@ -105,8 +122,23 @@ def child_pids() -> list[int]:
     return pids
 
 
-class Sentinel:
-    """The originals and the baseline, captured before the submission is imported."""
+def hooks_in_effect() -> list[str]:
+    """Ways to run code after a call has returned, cheap enough to check after every
+    call: modes on torch's stacks, profile and trace hooks."""
+    found = []
+    if _len_function_modes():
+        found.append("a TorchFunctionMode is left on torch's stack")
+    if _len_dispatch_modes():
+        found.append("a TorchDispatchMode is left on torch's stack")
+    if _getprofile() is not None or getattr(threading, "_profile_hook", None) is not None:
+        found.append("a profile hook (sys.setprofile / threading.setprofile) is installed")
+    if _gettrace() is not None or getattr(threading, "_trace_hook", None) is not None:
+        found.append("a trace hook (sys.settrace / threading.settrace) is installed")
+    return found
+
+
+class Audit:
+    """The originals and baselines, captured before the submission is imported."""
 
     def __init__(self, harness_modules: list[types.ModuleType]) -> None:
         self.functions = {f"{path}.{name}": _resolve(path, name) for path, name in WATCHED}
@@ -114,13 +146,26 @@ class Sentinel:
             name: sys.modules.get(name) for name in ("torch", "time", "os", "json", "threading")
         }
         self.harness = {module.__name__: (module, _code_of(module)) for module in harness_modules}
+        self.signals = {sig: _getsignal(sig) for sig in _SIGNALS}
+        self.gc_callbacks = list(gc.callbacks)
+        self.audit_hooks_added = 0
+        sys.addaudithook(self._on_audit_event)
         self.threads = thread_count()
+        self.exit_callbacks = atexit._ncallbacks()
+        self.finalizers = len(weakref.finalize._registry)  # type: ignore[attr-defined]
 
-    def rebaseline_threads(self) -> None:
-        self.threads = thread_count()
+    def _on_audit_event(self, event: str, _args: tuple[Any, ...]) -> None:
+        if event == "sys.addaudithook":
+            self.audit_hooks_added += 1
+
+    def after_import(self) -> None:
+        """Libraries may register exit callbacks and finalizers when imported; only
+        new ones registered by calls are counted."""
+        self.exit_callbacks = atexit._ncallbacks()
+        self.finalizers = len(weakref.finalize._registry)  # type: ignore[attr-defined]
 
     def violations(self) -> list[str]:
-        found = []
+        found = hooks_in_effect()
         for qualified, original in self.functions.items():
             path, _, name = qualified.rpartition(".")
             if _resolve(path, name) is not original:
@@ -129,6 +174,7 @@ class Sentinel:
             if sys.modules.get(name) is not module:
                 found.append(f"sys.modules[{name!r}] was replaced")
         found.extend(self._harness_violations())
+        found.extend(self._callback_violations())
         found.extend(self._process_violations())
         return found
 
@@ -141,12 +187,31 @@ class Sentinel:
                 found.append(f"harness module {name} was modified")
         return found
 
+    def _callback_violations(self) -> list[str]:
+        found = []
+        changed = [sig for sig in _SIGNALS if _getsignal(sig) is not self.signals[sig]]
+        if changed:
+            names = ", ".join(signal.Signals(sig).name for sig in changed[:5])
+            found.append(f"signal handlers were installed ({names})")
+        if any(_getitimer(timer) != (0.0, 0.0) for timer in _TIMERS):
+            found.append("an interval timer (signal.setitimer) is running")
+        if len(gc.callbacks) != len(self.gc_callbacks) or any(
+            now is not then for now, then in zip(gc.callbacks, self.gc_callbacks, strict=False)
+        ):
+            found.append("gc.callbacks were changed")
+        if self.audit_hooks_added:
+            found.append("an audit hook (sys.addaudithook) was added")
+        if atexit._ncallbacks() > self.exit_callbacks:
+            found.append("exit callbacks (atexit) were registered by a call")
+        if len(weakref.finalize._registry) > self.finalizers:  # type: ignore[attr-defined]
+            found.append("weakref finalizers were registered by a call and are still pending")
+        return found
+
     def _process_violations(self) -> list[str]:
         found = []
         extra = [t for t in threading.enumerate() if t is not threading.main_thread()]
         if extra:
-            names = ", ".join(thread.name for thread in extra[:5])
-            found.append(f"{len(extra)} Python thread(s) still running: {names}")
+            found.append(f"{len(extra)} Python thread(s) still running")
         threads = thread_count()
         if threads > self.threads:
             found.append(f"{threads - self.threads} extra thread(s) in the process")
@@ -179,55 +244,3 @@ def _same_code(now: dict[str, Any], then: dict[str, Any]) -> bool:
     if now.keys() != then.keys():
         return False
     return all(now[key][0] is then[key][0] and now[key][1] is then[key][1] for key in then)
-
-
-# -- guard bands --------------------------------------------------------------------
-
-
-def _sentinel_value(dtype: torch.dtype) -> Any:
-    if dtype.is_floating_point or dtype.is_complex:
-        return float("nan")
-    if dtype == torch.bool:
-        return True
-    return torch.iinfo(dtype).max
-
-
-def pad_elements(numel: int) -> int:
-    return min(max(1024, numel // 64), 1 << 22)
-
-
-class GuardedInput:
-    """A tensor living in the middle of a larger buffer whose margins hold sentinels."""
-
-    def __init__(
-        self,
-        dtype: torch.dtype,
-        shape: list[int],
-        data: memoryview,
-        device: str,
-        keep_pristine: bool,
-    ) -> None:
-        numel = 1
-        for dim in shape:
-            numel *= dim
-        self.pad = pad_elements(numel)
-        self.buffer = torch.empty(numel + 2 * self.pad, dtype=dtype, device=device)
-        self.buffer[: self.pad].fill_(_sentinel_value(dtype))
-        self.buffer[-self.pad :].fill_(_sentinel_value(dtype))
-        self.margin = self.buffer[: self.pad].view(torch.uint8).clone()
-        self.tensor = self.buffer[self.pad : self.pad + numel].view(shape)
-        if numel:
-            source = torch.frombuffer(data, dtype=torch.uint8).to(device)
-            self.tensor.reshape(-1).view(torch.uint8).copy_(source)
-        self.pristine = self.tensor.clone() if keep_pristine else None
-
-    def margins_intact(self) -> bool:
-        head = self.buffer[: self.pad].view(torch.uint8)
-        tail = self.buffer[-self.pad :].view(torch.uint8)
-        return bool(torch.equal(head, self.margin)) and bool(torch.equal(tail, self.margin))
-
-    def unchanged(self) -> bool:
-        if self.pristine is None or self.tensor.numel() == 0:
-            return True
-        now = self.tensor.reshape(-1).view(torch.uint8)
-        return bool(torch.equal(now, self.pristine.reshape(-1).view(torch.uint8)))

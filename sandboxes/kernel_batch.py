@@ -1,0 +1,191 @@
+"""One side's batch of calls, as the trusted grader runs it.
+
+A batch is the only time a harness process runs while the grader measures:
+
+1. the sandbox is frozen; its CPU time and each of its threads' are read;
+2. it is thawed, and for each call in turn the grader writes the call's
+   inputs into the arena, sends ``call``, waits for the reply, reads the
+   output out of the process's memory, and reads the guard bands (and, for
+   KernelBench, the inputs) back from the arena. Only then does the next
+   call's input exist anywhere the sandbox can reach: no call can see, or
+   work ahead on, inputs that are not yet its own, and no output can change
+   after it has been read;
+3. ``audit`` collects the in-process checks and lets the batch's outputs go;
+4. the sandbox is frozen again and its CPU time read.
+
+The batch's figure is the CPU time the kernel counted for everything in the
+sandbox between the two freezes: every process and thread, init included, so
+work hidden in another thread, a timer, a finalizer or a mode still counts,
+and nothing can run while frozen. The grader's wall clock around each call
+and the harness's own clock are kept beside it as witnesses.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .arena import ArenaError
+from .base import SandboxError
+from .cgroups import FreezeTimeout
+from .harness.protocol import ProtocolError, is_number
+from .kernel_inputs import Placed
+from .kernel_outputs import OutputInfo, OutputTooLarge
+from .kernel_side import Side, SideFailure, clean_text
+
+# Run time of threads other than the harness's main thread, per batch, that is
+# still "nothing": the kernel's accounting of a thread woken for a signal.
+OTHER_THREADS_SLACK_S = 0.005
+
+
+class BatchStop(Exception):
+    """The batch cannot go on because of what the side did (its verdict follows)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind  # integrity, wrong_answer, too_large
+        self.message = message
+
+
+@dataclass
+class Call:
+    value: Any
+    node: Any
+    info: OutputInfo
+    inside_s: float  # the harness's own clock
+    event_s: float | None  # CUDA events (GPU hosts)
+    wall_s: float  # the grader's clock around the request
+    arena_range: tuple[int, int]
+    guards_intact: bool
+    inputs_unchanged: bool
+
+
+@dataclass
+class Batch:
+    role: str
+    calls: list[Call] = field(default_factory=list)
+    cpu_s: float = 0.0  # the sandbox's CPU time between the freezes
+    wall_s: float = 0.0  # the grader's clock from thaw to freeze
+    # CPU time of everything but the harness's main thread: other threads, init,
+    # processes that came and went.
+    other_threads_s: float = 0.0
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.calls)
+
+    @property
+    def inside_s(self) -> float:
+        return sum(call.inside_s for call in self.calls)
+
+    def per_call(self, figure: str) -> float:
+        if figure == "cpu_time":
+            return self.cpu_s / self.count
+        if figure == "cuda_events":
+            return sum(call.event_s or 0.0 for call in self.calls) / self.count
+        return sum(call.wall_s for call in self.calls) / self.count
+
+
+def run_batch(
+    side: Side,
+    inputs: list[Placed],
+    *,
+    call_timeout_s: float,
+    out_cap: int,
+    check_unchanged: bool,
+    events: bool = False,
+) -> Batch:
+    """Run ``inputs`` on ``side`` as one measured batch (see the module docstring)."""
+    assert side.inputs is not None
+    batch = Batch(role=side.role)
+    threads_before = _frozen(side)
+    cpu_before = side.cpu_s()
+    side.inputs.write(inputs[0])
+    side.thaw()
+    began = time.perf_counter()
+    for index, placed in enumerate(inputs):
+        if index:
+            side.inputs.write(placed)
+        batch.calls.append(_call(side, placed, call_timeout_s, out_cap, check_unchanged, events))
+    audit = side.request("audit", {}, timeout_s=max(1.0, call_timeout_s), max_bytes=1 << 20)
+    batch.wall_s = time.perf_counter() - began
+    threads_after = _frozen(side)
+    batch.cpu_s = side.cpu_s() - cpu_before
+    main = (side.pid, side.pid)
+    main_s = threads_after.get(main, 0.0) - threads_before.get(main, 0.0)
+    batch.other_threads_s = max(0.0, batch.cpu_s - main_s)
+    batch.violations = _violations(audit.header.get("violations"))
+    return batch
+
+
+def _frozen(side: Side) -> dict[tuple[int, int], float]:
+    try:
+        side.freeze()
+    except FreezeTimeout as exc:
+        raise BatchStop("integrity", f"its processes could not be paused ({exc})") from None
+    return side.thread_cpu()
+
+
+def _call(
+    side: Side,
+    placed: Placed,
+    timeout_s: float,
+    out_cap: int,
+    check_unchanged: bool,
+    events: bool,
+) -> Call:
+    assert side.inputs is not None
+    began = time.perf_counter()
+    reply = side.request(
+        "call", {"args": placed.tree, "events": events}, timeout_s=timeout_s, max_bytes=16 << 20
+    )
+    wall_s = time.perf_counter() - began
+    header = reply.header
+    violations = header.get("violations")
+    if violations is not None:
+        raise BatchStop("integrity", "after a call: " + "; ".join(_violations(violations)))
+    inside_s, event_s = header.get("time"), header.get("event_time")
+    arena = header.get("arena")
+    if not is_number(inside_s) or inside_s < 0:
+        raise BatchStop("integrity", "it sent a malformed call time")
+    if event_s is not None and not is_number(event_s):
+        raise BatchStop("integrity", "it sent a malformed event time")
+    if not (isinstance(arena, list) and len(arena) == 2 and all(map(_is_address, arena))):
+        raise BatchStop("integrity", "it sent a malformed arena address")
+    try:
+        value, info = side.read_output(header.get("out"), out_cap)
+    except OutputTooLarge:
+        raise BatchStop("too_large", "the output is far larger than the reference's") from None
+    except ProtocolError as exc:
+        raise BatchStop("integrity", f"it described its output falsely ({exc})") from None
+    try:
+        guards = side.inputs.guards_intact(placed)
+        unchanged = side.inputs.unchanged(placed) if check_unchanged else True
+    except (ArenaError, SandboxError, OSError) as exc:
+        raise BatchStop("integrity", f"its arena was tampered with ({exc})") from None
+    return Call(
+        value=value,
+        node=header.get("out"),
+        info=info,
+        inside_s=float(inside_s),
+        event_s=float(event_s) if event_s is not None else None,
+        wall_s=wall_s,
+        arena_range=(arena[0], arena[1]),
+        guards_intact=guards,
+        inputs_unchanged=unchanged,
+    )
+
+
+def _is_address(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _violations(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return ["it sent a malformed integrity report"]
+    return [clean_text(item, 300) for item in value[:5]]
+
+
+__all__ = ["OTHER_THREADS_SLACK_S", "Batch", "BatchStop", "Call", "SideFailure", "run_batch"]
