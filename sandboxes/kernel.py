@@ -42,7 +42,7 @@ from . import hardware as host_hardware
 from .base import GiB, Limits, MiB, RunRequest, RunResult, Sandbox, SandboxError
 from .cgroups import FreezeTimeout
 from .harness.protocol import HARNESS_VERSION, ProtocolError, is_number, pack_tree
-from .kernel_batch import Batch, BatchStop, Call, run_batch
+from .kernel_batch import OTHER_THREADS_SLACK_S, Batch, BatchStop, Call, run_batch
 from .kernel_compare import Comparison, compare_outputs
 from .kernel_inputs import Placed, place
 from .kernel_outputs import overlaps
@@ -78,6 +78,13 @@ CALL_CHECKS = (
     "outputs are plain tensors of the reference's dtype, shape and device",
     "inputs unchanged and guard bands intact after every call (read by the grader)",
     "no hooks, modes, timers or stray threads or processes after every batch",
+)
+# Verdicts a limit hit does not replace: the platform's own, and an integrity violation
+# (a process that will not end when told, after being caught, is not what it did wrong).
+LIMITS_DO_NOT_OVERRIDE = (
+    Verdict.INTERNAL_ERROR,
+    Verdict.NEEDS_HARDWARE,
+    Verdict.INTEGRITY_VIOLATION,
 )
 # Failures that a run stuck at its memory limit shows as (the kernel reclaiming pages
 # slows it to a crawl before anything is killed).
@@ -271,7 +278,7 @@ class _Grading:
             return
         self.report.logs = {"stdout": _tail(result.stdout), "stderr": _tail(result.stderr)}
         limit = limit_verdict(result)
-        if limit and self.report.verdict not in (Verdict.INTERNAL_ERROR, Verdict.NEEDS_HARDWARE):
+        if limit and self.report.verdict not in LIMITS_DO_NOT_OVERRIDE:
             self.report.verdict, self.report.reason = limit
         elif result.memory_limit_hit and self.report.verdict in MEMORY_CAUSED:
             # The run reached its memory limit and then failed or stalled: that is why.
@@ -548,7 +555,21 @@ class _Grading:
             if batch.violations:
                 raise self.violation("after a batch of calls: " + "; ".join(batch.violations))
             self._check_outside("after a batch of calls")
+            self._check_other_threads(batch)
         return batch
+
+    def _check_other_threads(self, batch: Batch) -> None:
+        """With one thread per process, nothing in the sandbox but the harness's main
+        thread has any business using the CPU during a batch."""
+        if self.threads != 1 or self.device != "cpu":
+            return
+        allowed = max(OTHER_THREADS_SLACK_S, 0.05 * batch.cpu_s)
+        if batch.other_threads_s > allowed:
+            raise self.violation(
+                f"{batch.other_threads_s:.3g} s of CPU time in a batch ran outside the harness's "
+                "main thread (another thread, a child process or the sandbox's init): "
+                "work done outside the calls"
+            )
 
     def profile_submission(self, calls: int) -> float | None:
         """GPU hosts: the profiler's device time per call of the last inputs."""

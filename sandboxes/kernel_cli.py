@@ -70,9 +70,19 @@ def grade_paths(
         from . import get_backend
 
         backend = get_backend("bwrap")
-    return grade(
-        spec, files, backend=backend, limits=limits or Limits(), hardware=hardware, trials=trials
-    )
+    try:
+        return grade(
+            spec,
+            files,
+            backend=backend,
+            limits=limits or Limits(),
+            hardware=hardware,
+            trials=trials,
+        )
+    except Exception as exc:  # grade() never raises; the command still prints a report
+        return GradeReport(
+            Verdict.INTERNAL_ERROR, f"the grader failed: {type(exc).__name__}: {exc}"
+        )
 
 
 def render(report: GradeReport, *, as_json: bool) -> str:

@@ -94,9 +94,16 @@ def _walk(
     tolerance_for: ToleranceFor,
     result: Comparison,
 ) -> None:
+    if _kind(ref_node) == "opaque":
+        raise ValueError(
+            f"the reference's {path} is a {ref_node.get('cls')}: it cannot be compared"
+        )
     if _kind(sub_node) == "opaque":
         wanted = PLAIN.get(_kind(ref_node), _describe(ref_node))
-        result.violate(f"{path} is a {sub_node.get('cls')}, not a plain {wanted}")
+        kind = {"tensor": " (a torch.Tensor subclass)", "container": " (a subclass)"}.get(
+            str(sub_node.get("what")), ""
+        )
+        result.violate(f"{path} is a {sub_node.get('cls')}{kind}, not a plain {wanted}")
         return
     if _kind(ref_node) != _kind(sub_node):
         result.fail(f"{path} is {_describe(sub_node)}, the reference returns {_describe(ref_node)}")

@@ -52,6 +52,11 @@ MIN_INODES = 4096
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
+# Bounds of the scan for the largest file (see TmpfsWorkdir.largest_file_bytes).
+SCAN_MAX_DEPTH = 64
+SCAN_MAX_ENTRIES = 200_000
+
+
 def _mount(
     source: bytes, target: Path, fstype: bytes | None, flags: int, data: bytes | None
 ) -> None:
@@ -231,15 +236,30 @@ class TmpfsWorkdir:
             return handle.read(self.size_bytes + 1)
 
     def largest_file_bytes(self) -> int:
-        """Size of the largest regular file in the tmpfs (links are not followed)."""
+        """Size of the largest regular file in the tmpfs (links are not followed).
+
+        The code inside shapes this tree, so the walk is bounded: no recursion, at
+        most ``SCAN_MAX_DEPTH`` levels and ``SCAN_MAX_ENTRIES`` entries. The file-size
+        limit itself is the kernel's (``RLIMIT_FSIZE``); this only names it as the
+        reason a run failed."""
         largest = 0
+        budget = SCAN_MAX_ENTRIES
         for top in (self.work, self.tmp):
-            for dirpath, _dirs, filenames in os.walk(top, followlinks=False):
-                for filename in filenames:
-                    with contextlib.suppress(OSError):
-                        info = os.lstat(os.path.join(dirpath, filename))
-                        if stat.S_ISREG(info.st_mode):
-                            largest = max(largest, info.st_size)
+            pending = [(str(top), 0)]
+            while pending and budget > 0:
+                path, depth = pending.pop()
+                try:
+                    with os.scandir(path) as entries:
+                        for entry in entries:
+                            budget -= 1
+                            if budget <= 0:
+                                break
+                            if entry.is_file(follow_symlinks=False):
+                                largest = max(largest, entry.stat(follow_symlinks=False).st_size)
+                            elif entry.is_dir(follow_symlinks=False) and depth < SCAN_MAX_DEPTH:
+                                pending.append((entry.path, depth + 1))
+                except OSError:
+                    continue
         return largest
 
     def release(self) -> None:

@@ -27,6 +27,11 @@ def _internal(reason: str) -> dict[str, Any]:
     return GradeReport(verdict=Verdict.INTERNAL_ERROR, reason=reason).to_dict()
 
 
+def lost_worker_report() -> dict[str, Any]:
+    """The report of a grading whose worker died while running it."""
+    return _internal("the grading worker was lost while grading this attempt")
+
+
 def worker_hardware() -> str | None:
     """This worker's hardware class, from BENCHWRIGHT_WORKER_HARDWARE (set per GPU
     worker), else detected by the grader."""
@@ -56,7 +61,11 @@ def grade_message(message: Mapping[str, Any], *, backend_name: str) -> dict[str,
         return _internal(f"sandbox unavailable on this worker: {error}")
     from .kernel import grade  # imports torch: only once a message is known to be sound
 
-    report = grade(
-        spec, submission_files, backend=backend, limits=Limits(), hardware=worker_hardware()
-    )
+    try:
+        report = grade(
+            spec, submission_files, backend=backend, limits=Limits(), hardware=worker_hardware()
+        )
+    except Exception as error:  # grade() never raises; this is the last line of defence
+        logger.exception("grading raised")
+        return _internal(f"the grader failed: {type(error).__name__}")
     return report.to_dict()

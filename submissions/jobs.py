@@ -10,10 +10,17 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 
 STORE_QUEUE = "grading.store"
+
+
+def redelivered(task: Task) -> bool:
+    """Whether the broker handed this message out before, to a worker that never
+    acknowledged it (it died, or was killed, mid-job)."""
+    info = getattr(task.request, "delivery_info", None) or {}
+    return bool(info.get("redelivered"))
 
 
 @shared_task(name="submissions.grade", acks_late=True, reject_on_worker_lost=True)
@@ -30,12 +37,19 @@ def grade_submission_job(submission_id: int) -> str:
     return queue
 
 
-@shared_task(name="submissions.run_grading", acks_late=True, reject_on_worker_lost=True)
-def run_grading_job(message: dict[str, Any]) -> str:
-    """Grade in a sandbox (no database here) and hand the report to the trusted side."""
-    from sandboxes.worker import grade_message
+@shared_task(name="submissions.run_grading", bind=True, acks_late=True, reject_on_worker_lost=True)
+def run_grading_job(self: Task, message: dict[str, Any]) -> str:
+    """Grade in a sandbox (no database here) and hand the report to the trusted side.
 
-    report = grade_message(message, backend_name=settings.SANDBOX_BACKEND)
+    A message delivered again after its worker died is not graded again: whatever
+    killed the worker would kill the next one too. It comes back as the platform's
+    failure of this attempt, and the trusted side decides whether to try once more."""
+    from sandboxes.worker import grade_message, lost_worker_report
+
+    if redelivered(self):
+        report = lost_worker_report()
+    else:
+        report = grade_message(message, backend_name=settings.SANDBOX_BACKEND)
     store_grading_job.apply_async(
         args=(message["submission_id"], message["attempt"], report), queue=STORE_QUEUE
     )

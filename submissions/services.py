@@ -278,6 +278,9 @@ def grading_store(
 
 
 def _retry_or_fail(submission: Submission, run: GradingRun) -> None:
+    """After an attempt that ended in the platform's failure (an internal error, a lost
+    or hung job): queue the next attempt, or past the budget mark the submission
+    failed. Every path that regrades goes through here, so none can loop forever."""
     if submission.attempts < MAX_GRADING_ATTEMPTS:
         submission_set_status(submission_id=submission.pk, to=SubmissionStatus.QUEUED)
         # Back off: 10 s, 20 s, ... so a sick host has time to recover.
@@ -290,21 +293,36 @@ def _retry_or_fail(submission: Submission, run: GradingRun) -> None:
 
 
 def submissions_sweep_stuck(*, older_than: timedelta) -> list[int]:
-    """Re-enqueue submissions stuck in running (a worker died) past their time limit."""
+    """Settle submissions stuck in running (a worker died, a job hung) past their time
+    limit: the attempt is recorded as the platform's failure, with why, and the next
+    one is queued within the attempt budget; past it the submission fails. Returns
+    the submissions swept."""
     cutoff = timezone.now() - older_than
     stuck = list(
         Submission.objects.filter(
             status=SubmissionStatus.RUNNING, status_changed_at__lt=cutoff
         ).values_list("pk", flat=True)
     )
-    requeued = []
+    swept = []
     for pk in stuck:
-        try:
-            submission_set_status(
-                submission_id=pk, to=SubmissionStatus.QUEUED, from_=SubmissionStatus.RUNNING
+        with transaction.atomic():
+            submission = Submission.objects.select_for_update().get(pk=pk)
+            if submission.status != SubmissionStatus.RUNNING or (
+                submission.status_changed_at and submission.status_changed_at >= cutoff
+            ):
+                continue
+            run, _ = GradingRun.objects.get_or_create(
+                submission=submission,
+                attempt=submission.attempts,
+                defaults={
+                    "verdict": INTERNAL_ERROR,
+                    "reason": (
+                        f"attempt {submission.attempts} did not finish within "
+                        f"{int(older_than.total_seconds())} s: its grading job was lost or hung"
+                    ),
+                    "finished_at": timezone.now(),
+                },
             )
-        except InvalidTransition:
-            continue
-        enqueue_grading(pk)
-        requeued.append(pk)
-    return requeued
+            _retry_or_fail(submission, run)
+        swept.append(pk)
+    return swept

@@ -8,18 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 
 # Internal errors are the platform's fault: grade again before recording one.
 MAX_ATTEMPTS = 3
 
 
-@shared_task(name="tasks.run_validation_item", acks_late=True, reject_on_worker_lost=True)
-def run_validation_item_job(message: dict[str, Any], attempt: int = 1) -> str:
-    from sandboxes.worker import grade_message
+@shared_task(
+    name="tasks.run_validation_item", bind=True, acks_late=True, reject_on_worker_lost=True
+)
+def run_validation_item_job(self: Task, message: dict[str, Any], attempt: int = 1) -> str:
+    from sandboxes.worker import grade_message, lost_worker_report
+    from submissions.jobs import redelivered
 
-    report = grade_message(message, backend_name=settings.SANDBOX_BACKEND)
+    if redelivered(self):  # its worker died mid-grading: count it, never loop
+        report = lost_worker_report()
+    else:
+        report = grade_message(message, backend_name=settings.SANDBOX_BACKEND)
     verdict = str(report.get("verdict"))
     if verdict == "internal_error" and attempt < MAX_ATTEMPTS:
         run_validation_item_job.apply_async(

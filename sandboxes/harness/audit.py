@@ -122,9 +122,10 @@ def child_pids() -> list[int]:
     return pids
 
 
-def hooks_in_effect() -> list[str]:
+def hooks_in_effect(signals: dict[int, Any] | None = None) -> list[str]:
     """Ways to run code after a call has returned, cheap enough to check after every
-    call: modes on torch's stacks, profile and trace hooks."""
+    call: modes on torch's stacks, profile and trace hooks, timers and signal handlers
+    (against ``signals``, the handlers captured at start-up)."""
     found = []
     if _len_function_modes():
         found.append("a TorchFunctionMode is left on torch's stack")
@@ -134,6 +135,13 @@ def hooks_in_effect() -> list[str]:
         found.append("a profile hook (sys.setprofile / threading.setprofile) is installed")
     if _gettrace() is not None or getattr(threading, "_trace_hook", None) is not None:
         found.append("a trace hook (sys.settrace / threading.settrace) is installed")
+    if any(_getitimer(timer) != (0.0, 0.0) for timer in _TIMERS):
+        found.append("an interval timer (signal.setitimer) is running")
+    if signals is not None:
+        changed = [sig for sig in _SIGNALS if _getsignal(sig) is not signals[sig]]
+        if changed:
+            names = ", ".join(signal.Signals(sig).name for sig in changed[:5])
+            found.append(f"signal handlers were installed ({names})")
     return found
 
 
@@ -164,8 +172,12 @@ class Audit:
         self.exit_callbacks = atexit._ncallbacks()
         self.finalizers = len(weakref.finalize._registry)  # type: ignore[attr-defined]
 
+    def quick(self) -> list[str]:
+        """The checks made after every call."""
+        return hooks_in_effect(self.signals)
+
     def violations(self) -> list[str]:
-        found = hooks_in_effect()
+        found = self.quick()
         for qualified, original in self.functions.items():
             path, _, name = qualified.rpartition(".")
             if _resolve(path, name) is not original:
@@ -189,12 +201,6 @@ class Audit:
 
     def _callback_violations(self) -> list[str]:
         found = []
-        changed = [sig for sig in _SIGNALS if _getsignal(sig) is not self.signals[sig]]
-        if changed:
-            names = ", ".join(signal.Signals(sig).name for sig in changed[:5])
-            found.append(f"signal handlers were installed ({names})")
-        if any(_getitimer(timer) != (0.0, 0.0) for timer in _TIMERS):
-            found.append("an interval timer (signal.setitimer) is running")
         if len(gc.callbacks) != len(self.gc_callbacks) or any(
             now is not then for now, then in zip(gc.callbacks, self.gc_callbacks, strict=False)
         ):

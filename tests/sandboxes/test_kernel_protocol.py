@@ -145,10 +145,13 @@ def test_comparison_checks_structure_dtype_and_subclass() -> None:
     assert "has 1 items" in compare((ref, ref), (ref,)).message
     opaque = {"k": "opaque", "what": "tensor", "cls": "solution.Lazy"}
     result = compare_outputs(pack_tree(ref, []), ref, opaque, None, lambda _: Tolerance(0, 0))
-    assert result.integrity == "output is a solution.Lazy, not a plain torch.Tensor"
+    assert (
+        result.integrity
+        == "output is a solution.Lazy (a torch.Tensor subclass), not a plain torch.Tensor"
+    )
     listed = {"k": "opaque", "what": "container", "cls": "solution.Sneaky"}
     result = compare_outputs(pack_tree((ref,), []), (ref,), listed, None, lambda _: TIGHT)
-    assert result.integrity == "output is a solution.Sneaky, not a plain tuple or list"
+    assert result.integrity == "output is a solution.Sneaky (a subclass), not a plain tuple or list"
 
 
 # -- hostile frames ---------------------------------------------------------------------

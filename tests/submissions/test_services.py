@@ -150,7 +150,46 @@ def test_a_late_report_from_a_swept_attempt_is_ignored():
     stale = services.grading_store(submission_id=submission.pk, attempt=1, report=ACCEPTED_REPORT)
 
     assert stale is None
-    assert not GradingRun.objects.filter(submission=submission).exists()
+    [swept] = GradingRun.objects.filter(submission=submission)
+    assert (swept.attempt, swept.verdict) == (1, "internal_error")
+
+
+def test_the_sweeper_records_why_and_fails_the_submission_past_the_attempt_budget():
+    submission = running_submission()
+    for attempt in range(1, services.MAX_GRADING_ATTEMPTS + 1):
+        assert services.submissions_sweep_stuck(older_than=timedelta(seconds=-1)) == [submission.pk]
+        submission.refresh_from_db()
+        if attempt < services.MAX_GRADING_ATTEMPTS:
+            assert submission.status == SubmissionStatus.QUEUED
+            assert services.submission_claim(submission_id=submission.pk)
+    assert submission.status == SubmissionStatus.FAILED
+    assert submission.verdict == "internal_error"
+    runs = list(GradingRun.objects.filter(submission=submission).order_by("attempt"))
+    assert [run.attempt for run in runs] == list(range(1, services.MAX_GRADING_ATTEMPTS + 1))
+    assert all("its grading job was lost or hung" in run.reason for run in runs)
+    # Nothing is left to sweep: a failed submission stays failed.
+    assert services.submissions_sweep_stuck(older_than=timedelta(seconds=-1)) == []
+
+
+def test_a_message_redelivered_after_its_worker_died_is_not_graded_again(monkeypatch):
+    from sandboxes import worker
+    from submissions import jobs
+
+    graded, stored = [], []
+    monkeypatch.setattr(worker, "grade_message", lambda *a, **k: graded.append(a) or {})
+    monkeypatch.setattr(
+        jobs.store_grading_job, "apply_async", lambda args, queue: stored.append(args)
+    )
+    message = {"submission_id": 7, "attempt": 2}
+    jobs.run_grading_job.push_request(delivery_info={"redelivered": True})
+    try:
+        verdict = jobs.run_grading_job.run(message)
+    finally:
+        jobs.run_grading_job.pop_request()
+    assert verdict == "internal_error" and graded == []
+    [(submission_id, attempt, report)] = stored
+    assert (submission_id, attempt) == (7, 2)
+    assert report["reason"] == "the grading worker was lost while grading this attempt"
 
 
 def test_cancel_only_from_queued():
