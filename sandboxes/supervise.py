@@ -232,6 +232,8 @@ class SupervisedProcess(SandboxProcess):
             return self._result
         try:
             self._fds.close("parent_in")
+            with contextlib.suppress(OSError):
+                self.thaw()  # a frozen run could neither exit nor be killed
             self._wait_supervised(timeout_s)
             self._popen.wait()
             cgroup = self._cgroup()
@@ -276,6 +278,9 @@ class SupervisedProcess(SandboxProcess):
             for pid in cgroup.pids():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+            # A frozen process keeps a pending SIGKILL until it is thawed.
+            with contextlib.suppress(OSError):
+                cgroup.thaw()
         self._backend_kill()
 
     # --- the loop ----------------------------------------------------------------------

@@ -6,6 +6,7 @@ host has no GPU, so GPU device passthrough itself was not run.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import os
@@ -602,3 +603,69 @@ def test_concurrent_runs_do_not_interfere(sandbox):
     assert [r.files for r in results] == [{"out": str(i).encode() * 2} for i in range(12)]
     assert all(r.ok for r in results)
     assert own_run_cgroups() == []
+
+
+ARENA_AND_ADDRESS = """
+import ctypes, fcntl, mmap, os
+arena = mmap.mmap(5, 4096)
+seen = bytes(arena[:5])
+arena[8:13] = b"world"
+try:
+    os.ftruncate(5, 0)
+    shrunk = True
+except OSError:
+    shrunk = False
+try:
+    fcntl.fcntl(5, 1033, 8)  # F_ADD_SEALS, F_SEAL_WRITE: would block the grader's writes
+    sealed = True
+except OSError:
+    sealed = False
+secret = ctypes.create_string_buffer(b"only in this process's memory")
+os.write(4, f"{seen!r} {shrunk} {sealed} {ctypes.addressof(secret)} {os.getpid()}\\n".encode())
+os.read(3, 1)
+"""
+
+
+def test_the_arena_is_shared_sealed_and_the_grader_reads_memory_from_outside(sandbox):
+    from sandboxes import procstat
+
+    process = sandbox.start(
+        RunRequest(argv=[PY, "-c", ARENA_AND_ADDRESS], limits=FAST, arena_bytes=1 << 20)
+    )
+    try:
+        assert process.arena is not None
+        process.arena.write(0, b"hello")
+        line = recv_until(process, b"\n").decode().split()
+        assert line[:3] == ["b'hello'", "False", "False"]  # seen; no shrinking, no new seals
+        assert process.arena.read(8, 5) == b"world"
+        address, inner_pid = int(line[3]), int(line[4])
+        [harness] = [pid for pid in process.host_pids() if procstat.namespace_pid(pid) == inner_pid]
+        into = ctypes.create_string_buffer(29)
+        procstat.read_memory(harness, address, ctypes.addressof(into), 29)
+        assert into.raw == b"only in this process's memory"
+        with pytest.raises(procstat.MemoryReadError):
+            procstat.read_memory(harness, 8, ctypes.addressof(into), 29)
+        process.send(b"x")
+    finally:
+        result = process.finish()
+    assert result.exit_code == 0
+
+
+def test_a_frozen_sandbox_does_nothing_until_thawed(sandbox):
+    spin = "import os\nos.write(4, b'go')\nwhile True:\n    pass\n"
+    process = sandbox.start(RunRequest(argv=[PY, "-c", spin], limits=FAST))
+    try:
+        assert recv_until(process, b"go") == b"go"
+        time.sleep(0.2)
+        process.freeze()
+        frozen_at = process.cpu_time_s()
+        time.sleep(0.3)
+        assert process.cpu_time_s() == frozen_at  # exact: nothing ran, nothing half-counted
+        process.thaw()
+        time.sleep(0.3)
+        assert process.cpu_time_s() > frozen_at + 0.1
+        process.freeze()
+        process.kill()  # a frozen run can still be killed
+    finally:
+        result = process.finish(timeout_s=5)
+    assert result.signal == 9

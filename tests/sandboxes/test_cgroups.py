@@ -97,3 +97,25 @@ def test_stale_cgroups_and_work_dirs_of_dead_graders_are_swept(tmp_path):
         live.release()
         workdir.release()
         stale.remove()
+
+
+def test_freezing_stops_every_member_and_killing_still_works_while_frozen():
+    host = cgroups.detect()
+    run = host.create(cgroups.new_cgroup_name(), memory_bytes=64 * MiB, max_tasks=8)
+    try:
+        process = join(
+            run.join_files, ["/bin/sh", "-c", "while :; do :; done & while :; do :; done"]
+        )
+        wait_for(lambda: len(run.pids()) == 2 and run.cpu_time_s() > 0.05)
+        run.freeze()
+        frozen_at = run.cpu_time_s()
+        time.sleep(0.2)
+        assert run.cpu_time_s() == frozen_at
+        run.thaw()
+        wait_for(lambda: run.cpu_time_s() > frozen_at + 0.05)
+        run.freeze()
+        run.kill()  # thaws, or a frozen process would keep its SIGKILL pending
+        assert run.pids() == []
+    finally:
+        run.remove()
+    assert process.wait(timeout=5) == -9
