@@ -22,6 +22,7 @@ import threading
 import time
 import types
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -122,7 +123,7 @@ def child_pids() -> list[int]:
     return pids
 
 
-def hooks_in_effect(signals: dict[int, Any] | None = None) -> list[str]:
+def hooks_in_effect(signals: Mapping[Any, Any] | None = None) -> list[str]:
     """Ways to run code after a call has returned, cheap enough to check after every
     call: modes on torch's stacks, profile and trace hooks, timers and signal handlers
     (against ``signals``, the handlers captured at start-up)."""

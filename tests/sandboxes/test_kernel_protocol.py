@@ -188,10 +188,9 @@ def _mutations(seed: int) -> list[bytes]:
     import random
 
     rng = random.Random(seed)
-    good = [
-        frame_bytes({"value": pack_tree((torch.ones(3), {"k": [1, 2.5, None]}), blobs)}, blobs)[8:]
-        for blobs in [[]]
-    ]
+    blobs: list[memoryview] = []
+    tree = pack_tree((torch.ones(3), {"k": [1, 2.5, None]}), blobs)
+    good = [frame_bytes({"value": tree}, blobs)[8:]]
     frames = []
     for base in good:
         for _ in range(200):

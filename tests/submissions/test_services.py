@@ -181,7 +181,7 @@ def test_a_message_redelivered_after_its_worker_died_is_not_graded_again(monkeyp
         jobs.store_grading_job, "apply_async", lambda args, queue: stored.append(args)
     )
     message = {"submission_id": 7, "attempt": 2}
-    jobs.run_grading_job.push_request(delivery_info={"redelivered": True})
+    jobs.run_grading_job.push_request(delivery_info={"redelivered": True})  # type: ignore[call-arg]
     try:
         verdict = jobs.run_grading_job.run(message)
     finally:
