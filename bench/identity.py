@@ -127,7 +127,7 @@ def main() -> None:
             else r["verdict"]
             for r in rows
         )
-        print(f"{folder.name:28s} {str(rows[0]['timing_mode']):11s} {cells}")
+        print(f"{folder.name:28s} {rows[0]['timing_mode']!s:11s} {cells}")
     print(
         f"\n{summary['scored_gradings']} scored gradings of {summary['tasks']} tasks: "
         f"{summary['declared_significant']} declared significant "
