@@ -56,9 +56,10 @@ MIN_EFFECT = 0.05
 # Cross-check of the harness's clock: no call may take longer by it than by the
 # grader's clock around the request (plus this), and it must account for at
 # least (1 - CLOCK_TOLERANCE) of the CPU time the batch's calls used beyond the
-# harness's own bookkeeping (as the reference's batches show it).
+# harness's own bookkeeping (as the reference's batches show it), less 2 ms. A
+# clock slowed tenfold shows as a tenth; a busy host only makes it read more.
 CLOCK_SLACK_S = 0.001
-CLOCK_TOLERANCE = 0.25
+CLOCK_TOLERANCE = 0.5
 CLOCK_ABS_TOLERANCE_S = 0.002
 
 TIMING_METHODS = {
@@ -144,6 +145,7 @@ class Timing:
         pair = self.g.run_pair(max(warmup, 1), events=self.events)
         self.g.require_correct(pair, "warm-up")
         assert pair.ref is not None
+        self._note_overhead(pair.ref)
         return pair.ref
 
     def _calls_per_batch(self, warm: Batch) -> int:
@@ -220,15 +222,23 @@ class Timing:
                 )
 
     def _clock_runs_slow(self, ref: Batch, sub: Batch) -> None:
-        overhead = max(0.0, (ref.cpu_s - ref.inside_s) / ref.count)
-        self.harness_overhead_s = max(self.harness_overhead_s, overhead)
-        unexplained = sub.cpu_s - sub.inside_s - sub.count * overhead
-        allowed = CLOCK_TOLERANCE * sub.cpu_s + sub.count * overhead + CLOCK_ABS_TOLERANCE_S
-        if unexplained > allowed:
+        """The harness's clock must account for most of the CPU time the calls used:
+        the batch's CPU time less what the harness's own bookkeeping costs per call
+        (the most any reference batch showed; a busy host inflates the reference's
+        clock, which only shrinks that estimate, and so only widens the allowance)."""
+        self._note_overhead(ref)
+        calls = sub.cpu_s - sub.count * self.harness_overhead_s
+        if calls <= CLOCK_ABS_TOLERANCE_S:
+            return
+        if sub.inside_s < (1.0 - CLOCK_TOLERANCE) * calls - CLOCK_ABS_TOLERANCE_S:
             raise self.g.violation(
                 f"the submission's in-process clock reports {sub.inside_s:.3g} s of calls in a "
                 f"batch that used {sub.cpu_s:.3g} s of CPU time: a clock was tampered with"
             )
+
+    def _note_overhead(self, ref: Batch) -> None:
+        overhead = max(0.0, (ref.cpu_s - ref.inside_s) / ref.count)
+        self.harness_overhead_s = max(self.harness_overhead_s, overhead)
 
     def _events_within_wall(self, sub: Batch) -> None:
         for index, call in enumerate(sub.calls):
