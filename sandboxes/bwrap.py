@@ -2,8 +2,8 @@
 
 How one run is put together
 ---------------------------
-``start()`` creates the run's cgroups (memory, pids, CPU accounting; see
-``cgroups.py``) and mounts its size-capped tmpfs on the host (see
+``start()`` creates the run's cgroups (memory, pids, CPU accounting, the
+freezer; see ``cgroups.py``) and mounts its size-capped tmpfs on the host (see
 ``workdir.py`` for why the host mounts it rather than bwrap), writes the input
 files, then spawns::
 
@@ -14,7 +14,9 @@ things without ``preexec_fn`` (unsafe in a threaded grader, and it turns the
 cheap ``vfork`` into a ``fork``): while still root it writes its own PID into
 the run's ``cgroup.procs`` files, so every process of the run is born inside
 the cgroups; it moves the channel pipes to fds 3 and 4 (``CHANNEL_IN_FD``,
-``CHANNEL_OUT_FD``); it sets the rlimits, which every process inherits. Then
+``CHANNEL_OUT_FD``) and the arena, when the request asks for one, to fd 5
+(``ARENA_FD``; see ``arena.py``); it sets the rlimits, which every process
+inherits. Then
 ``setpriv`` drops to an unprivileged host uid/gid used for nothing else
 (``DEFAULT_HOST_ID``) and bwrap runs as that user, unprivileged. ``env -u PWD``
 is there because bwrap always sets ``PWD``; without it the environment inside
