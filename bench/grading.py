@@ -6,9 +6,10 @@
 1. Latency of one grading of a small and a large task (plain PyTorch
    solution, 10 timed batches a side so every grading does the same work),
    split into sandbox start, imports, reference phase, submission phase and
-   comparison; the same gradings with the harness run without any sandbox
-   (``Unsandboxed``, development only) give the sandbox's overhead as a share
-   of a grading.
+   comparison, and what one timed call costs in CPU time: the call itself
+   and the handover between the grader and the process around it; the same
+   gradings with the harness run without any sandbox (``Unsandboxed``,
+   development only) give the sandbox's overhead as a share of a grading.
 2. Gradings per minute of the small task with two gradings at a time (one per
    core on a 2-core host), against one at a time.
 3. Repeatability: the same honest C++ ``load_inline`` submission (fused
@@ -125,6 +126,7 @@ def latency(backend: Sandbox, unsafe: Sandbox, runs: int) -> dict[str, Any]:
                     p: statistics.median(r.phases.get(p, 0.0) for r in reports) for p in PHASES
                 },
                 "speedups": [r.speedup for r in reports],
+                "per_call_s": per_call(reports),
             }
         sandboxed, bare = (
             per_backend["bwrap"]["duration_s"],
@@ -137,6 +139,15 @@ def latency(backend: Sandbox, unsafe: Sandbox, runs: int) -> dict[str, Any]:
             "sandboxed_over_unsandboxed": sandboxed / bare,
         }
     return figures
+
+
+def per_call(reports: list[GradeReport]) -> dict[str, float]:
+    """What a timed call costs the reference's process: CPU time, the part its own
+    clock sees (the call itself), and the rest (handing the call over)."""
+    witness = [r.timing.witness for r in reports if r.timing]
+    cpu = statistics.median(w["cpu_per_call_median_s"]["reference"] for w in witness)
+    inside = statistics.median(w["inside_per_call_median_s"]["reference"] for w in witness)
+    return {"cpu": cpu, "call": inside, "handover": max(0.0, cpu - inside)}
 
 
 def throughput(backend: Sandbox, count: int) -> dict[str, Any]:
@@ -216,6 +227,12 @@ def report_latency(figures: dict[str, Any]) -> None:
         for label in ("bwrap", "unsandboxed"):
             phases = "  ".join(f"{p} {v:.2f}" for p, v in data[label]["phases_s"].items())
             print(f"  {name:5s} {label:11s} total {data[label]['duration_s']:.2f}  {phases}")
+            call = data[label]["per_call_s"]
+            print(
+                f"  {'':5s} {'':11s} a timed call of the reference: {1e3 * call['cpu']:.3f} ms "
+                f"CPU = {1e3 * call['call']:.3f} ms in the call + "
+                f"{1e3 * call['handover']:.3f} ms handing it over"
+            )
         print(
             f"  {name:5s} sandbox overhead {data['sandbox_overhead_s']:.2f} s = "
             f"{100 * data['sandbox_overhead_share']:.1f}% of a grading "
