@@ -174,11 +174,13 @@ class Audit:
         self.finalizers = len(weakref.finalize._registry)  # type: ignore[attr-defined]
 
     def quick(self) -> list[str]:
-        """The checks made after every call."""
-        return hooks_in_effect(self.signals)
+        """The checks made after every call (a few microseconds): modes, profile and
+        trace hooks, timers, gc callbacks, exit callbacks, finalizers, audit hooks.
+        Signal handlers, which take longer to compare, are checked after every batch."""
+        return hooks_in_effect() + self._callback_violations()
 
     def violations(self) -> list[str]:
-        found = self.quick()
+        found = hooks_in_effect(self.signals) + self._callback_violations()
         for qualified, original in self.functions.items():
             path, _, name = qualified.rpartition(".")
             if _resolve(path, name) is not original:
@@ -187,7 +189,6 @@ class Audit:
             if sys.modules.get(name) is not module:
                 found.append(f"sys.modules[{name!r}] was replaced")
         found.extend(self._harness_violations())
-        found.extend(self._callback_violations())
         found.extend(self._process_violations())
         return found
 
