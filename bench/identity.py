@@ -8,10 +8,10 @@ corpus's problems, the *identity solution* is the task's reference with its
 entry point renamed (``ModelNew = Model``, or ``custom_kernel = ref_kernel``),
 so the submission runs exactly the reference's code in its own sandbox. Each
 is graded ``--runs`` times on this host with the real sandbox and grader.
-Honest measurement finds no speedup: the grader's test (a sign-test interval
-over paired batches, at least six pairs, a 5 % minimum effect) should call one
-significant at most at its nominal rate (2.5 % each way), and never one
-faster than 1.05.
+Honest measurement finds no speedup: the grader's test (a 95 % sign-test
+interval over at least six paired batches, which must lie wholly beyond a 5 %
+margin) should call one significant at most at its nominal rate (2.5 % each
+way, far less with the margin), and so never declare one faster than 1.05.
 
 Prints a table (per task: the speedups, how many were significant) and a
 summary line, and writes bench/results/identity.json.
