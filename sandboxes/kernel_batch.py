@@ -102,12 +102,12 @@ def run_batch(
     batch = Batch(role=side.role)
     threads_before = _frozen(side)
     cpu_before = side.cpu_s()
-    side.inputs.write(inputs[0])
+    _write(side, inputs[0])
     side.thaw()
     began = time.perf_counter()
     for index, placed in enumerate(inputs):
         if index:
-            side.inputs.write(placed)
+            _write(side, placed)
         batch.calls.append(_call(side, placed, call_timeout_s, out_cap, check_unchanged, events))
     audit = side.request("audit", {}, timeout_s=max(1.0, call_timeout_s), max_bytes=1 << 20)
     batch.wall_s = time.perf_counter() - began
@@ -118,6 +118,14 @@ def run_batch(
     batch.other_threads_s = max(0.0, batch.cpu_s - main_s)
     batch.violations = _violations(audit.header.get("violations"))
     return batch
+
+
+def _write(side: Side, placed: Placed) -> None:
+    assert side.inputs is not None
+    try:
+        side.inputs.write(placed)
+    except ArenaError as exc:  # only the process inside can have made the arena refuse it
+        raise BatchStop("integrity", f"its arena was tampered with ({exc})") from None
 
 
 def _frozen(side: Side) -> dict[tuple[int, int], float]:
