@@ -28,6 +28,8 @@ decides correctness only).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import secrets
 import sys
@@ -41,7 +43,13 @@ import torch
 from . import hardware as host_hardware
 from .base import GiB, Limits, MiB, RunRequest, RunResult, Sandbox, SandboxError
 from .cgroups import FreezeTimeout
-from .harness.protocol import HARNESS_VERSION, ProtocolError, is_number, pack_tree
+from .harness.protocol import (
+    HARNESS_VERSION,
+    MAX_HEADER_BYTES,
+    ProtocolError,
+    is_number,
+    pack_tree,
+)
 from .kernel_batch import OTHER_THREADS_SLACK_S, Batch, BatchStop, Call, run_batch
 from .kernel_compare import Comparison, compare_outputs
 from .kernel_inputs import Placed, place
@@ -59,7 +67,7 @@ from .kernel_rules import (
     uses_triton,
 )
 from .kernel_side import Side, SideFailure, clean_text
-from .kernel_timing import Timing
+from .kernel_timing import BATCH_MEMORY_BYTES, Timing
 from .report import GradeReport, TimingResult, TrialResult, Verdict
 from .spec import MIN_TRIALS, GradingSpec, ShapeSet
 
@@ -89,6 +97,8 @@ LIMITS_DO_NOT_OVERRIDE = (
 # Failures that a run stuck at its memory limit shows as (the kernel reclaiming pages
 # slows it to a crawl before anything is killed).
 MEMORY_CAUSED = (Verdict.TIME_LIMIT_EXCEEDED, Verdict.RUNTIME_ERROR)
+# How much longer than the submission's the trusted processes' wall time limit is.
+TRUSTED_WALL_SLACK_S = 120.0
 # The arena holds one call's inputs; it is sparse, so only what is written takes memory.
 MIN_ARENA_BYTES = 256 * MiB
 # glibc: keep freed memory instead of returning it, so each call's allocations
@@ -181,6 +191,7 @@ class _Grading:
         self.has_check = False
         self.input_bytes: dict[str, int] = {}
         self.output_bytes_per_call = 0
+        self.reference_ran = False
         self.baseline = (0, 0)
         self.concluded = False
 
@@ -225,7 +236,7 @@ class _Grading:
         if timing:
             note = "significant" if timing.significant else "not significant"
             if not timing.scored:
-                note = f"{timing.timing_mode} timing, not scored"
+                note = f"{timing.timing_mode} timing, not scored: {timing.unscored_reason}"
             reason += f"; speedup {timing.speedup:.2f}x ({note})"
         return reason
 
@@ -246,7 +257,10 @@ class _Grading:
             )
             return
         if failure.kind == "error":
-            self.conclude(*classify_error(failure.error))
+            # A call that fails for want of CUDA needs a GPU only where the task targets
+            # one and this host has none; elsewhere the message is just the solution's.
+            gpu_missing = self.spec.hardware != "cpu" and self.device == "cpu"
+            self.conclude(*classify_error(failure.error, gpu_missing=gpu_missing))
         elif failure.kind == "timeout":
             self.conclude(
                 Verdict.TIME_LIMIT_EXCEEDED,
@@ -302,7 +316,7 @@ class _Grading:
     # -- static checks and start-up ---------------------------------------------------
 
     def _static_checks(self) -> None:
-        check_submission_files(self.files)
+        check_submission_files(self.files, task_files=self.spec.shared_files)
         self.entry = choose_entry(self.files)
         detected = host_hardware.detect()
         gpu_host = (
@@ -324,6 +338,12 @@ class _Grading:
             "threads": self.threads,
         }
         if self.device == "cpu" and (self.spec.language == "cuda" or uses_cuda_source(self.files)):
+            if self.spec.hardware == "cpu":
+                # No host will ever give this task a GPU: CUDA source cannot be graded.
+                raise Stop(
+                    Verdict.RUNTIME_ERROR,
+                    "the solution uses CUDA source, but this task runs on a CPU",
+                )
             raise Stop(Verdict.NEEDS_HARDWARE, "CUDA source needs a GPU host; this one has none")
         self.shapes = self.spec.shapes_for(host_kind)
         if not self.shapes:
@@ -363,11 +383,18 @@ class _Grading:
             env["TRITON_INTERPRET"] = "1"
         return env
 
-    def _request(self, files: Mapping[str, str]) -> RunRequest:
+    def _request(self, files: Mapping[str, str], *, trusted: bool = False) -> RunRequest:
+        limits = self.limits
+        if trusted:
+            # The trusted processes outlive the submission's deadline: a submission that
+            # spends its wall time must end its own grading, never theirs.
+            limits = dataclasses.replace(
+                limits, wall_time_s=limits.wall_time_s + TRUSTED_WALL_SLACK_S
+            )
         return RunRequest(
             arena_bytes=max(self.limits.memory_bytes, MIN_ARENA_BYTES),
             argv=[sys.executable, "-I", "-B", "-c", BOOTSTRAP],
-            limits=self.limits,
+            limits=limits,
             files={name: text.encode("utf-8", "surrogatepass") for name, text in files.items()},
             env=self._env(),
             ro_binds=[(str(HARNESS_DIR), f"{HARNESS_MOUNT}/harness")],
@@ -375,13 +402,17 @@ class _Grading:
             gpus=(0,) if self.device == "cuda" else (),
         )
 
-    def remaining(self, wanted: float) -> float:
-        return max(1.0, min(wanted, self.deadline - time.monotonic()))
+    def remaining(self, wanted: float, *, trusted: bool = False) -> float:
+        """A request's timeout: at most ``wanted``, and no later than the submission's
+        deadline (or, for the trusted processes, their own, later one)."""
+        deadline = self.deadline + (TRUSTED_WALL_SLACK_S if trusted else 0.0)
+        return max(1.0, min(wanted, deadline - time.monotonic()))
 
     def _start(self) -> None:
         began = time.monotonic()
-        self.gen = Side.start("inputs", self.backend, self._request(self.spec.files))
-        self.ref = Side.start("reference", self.backend, self._request(self.spec.files))
+        trusted = self._request(self.spec.files, trusted=True)
+        self.gen = Side.start("inputs", self.backend, trusted)
+        self.ref = Side.start("reference", self.backend, trusted)
         self.sub = Side.start(
             "submission", self.backend, self._request({**self.spec.shared_files, **self.files})
         )
@@ -409,8 +440,8 @@ class _Grading:
         reference = self.spec.reference_path
         for side, entry in ((self.gen, reference), (self.ref, reference), (self.sub, self.entry)):
             side.send_command("load", self._load_header(side.role, entry))
-        loaded = self.gen.await_reply("load", self.remaining(300.0))
-        self.ref.await_reply("load", self.remaining(300.0))
+        loaded = self.gen.await_reply("load", self.remaining(300.0, trusted=True))
+        self.ref.await_reply("load", self.remaining(300.0, trusted=True))
         submission = self.sub.await_reply("load", self.remaining(self.limits.wall_time_s))
         self.has_check = loaded.header.get("has_check") is True
         self.phases["imports"] = time.monotonic() - began
@@ -486,9 +517,19 @@ class _Grading:
         assert self.gen is not None and self.ref is not None and self.sub is not None
         header = {"params": shape.params, "init_seed": secrets.randbits(63)}
         built = self._turn(
-            self.gen, "setup", header, timeout_s=self.remaining(300.0), max_bytes=4 * GiB
+            self.gen,
+            "setup",
+            header,
+            timeout_s=self.remaining(300.0, trusted=True),
+            max_bytes=4 * GiB,
         )
-        self._turn(self.ref, "setup", header, timeout_s=self.remaining(300.0), max_bytes=4 * GiB)
+        self._turn(
+            self.ref,
+            "setup",
+            header,
+            timeout_s=self.remaining(300.0, trusted=True),
+            max_bytes=4 * GiB,
+        )
         submission = self._turn(
             self.sub,
             "setup",
@@ -499,6 +540,7 @@ class _Grading:
         self._check_violations(submission.header.get("violations"), "after building the model")
         self.current_shape = shape
         self.output_bytes_per_call = 0
+        self.reference_ran = False
 
     def run_pair(self, count: int, *, sub_first: bool = False, events: bool = False) -> Pair:
         assert self.gen is not None and self.ref is not None and self.sub is not None
@@ -507,7 +549,7 @@ class _Grading:
             self.gen,
             "generate",
             {"seeds": seeds},
-            timeout_s=self.remaining(60.0 + count * self.spec.timing.call_timeout_s),
+            timeout_s=self.remaining(60.0 + count * self.spec.timing.call_timeout_s, trusted=True),
             max_bytes=8 * GiB,
         )
         values = list_of(generated.header.get("values"), count, "inputs")
@@ -520,8 +562,9 @@ class _Grading:
         self.input_bytes[shape_name] = sum(blob.nbytes for blob in generated.blobs) // count
         # The first pair of a shape set runs the reference first: its outputs set the
         # budget for the submission's.
-        if self.output_bytes_per_call == 0:
+        if not self.reference_ran:
             sub_first = False
+        self.reference_ran = True
         for role in ("sub", "ref") if sub_first else ("ref", "sub"):
             if role == "ref":
                 pair.ref = self._batch(self.ref, placed, events)
@@ -540,8 +583,13 @@ class _Grading:
             batch = run_batch(
                 side,
                 placed,
-                call_timeout_s=self.remaining(call_timeout if is_sub else 10 * call_timeout),
-                out_cap=(4 * self.output_bytes_per_call + 16 * MiB) if is_sub else 8 * GiB,
+                call_timeout_s=(
+                    self.remaining(call_timeout)
+                    if is_sub
+                    else self.remaining(10 * call_timeout, trusted=True)
+                ),
+                out_cap=(2 * self.output_bytes_per_call + MiB) if is_sub else 8 * GiB,
+                batch_out_cap=2 * BATCH_MEMORY_BYTES if is_sub else None,
                 check_unchanged=self.spec.format == "kernelbench",
                 events=events,
             )
@@ -602,7 +650,7 @@ class _Grading:
                 raise self.violation(f"call {index + 1}: {comparison.integrity}")
             comparisons.append(comparison)
         if self.has_check:
-            self._apply_reference_checks(pair, [call.value for call in pair.sub.calls], comparisons)
+            self._apply_reference_checks(pair, pair.sub.calls, comparisons)
         self.report.checked_calls += len(comparisons)
         self.phases["comparison"] = self.phases.get("comparison", 0.0) + time.monotonic() - began
         pair.comparisons = comparisons
@@ -617,6 +665,17 @@ class _Grading:
             )
         if not sub.inputs_unchanged:
             raise self.violation(f"call {index + 1} modified its input tensors in place")
+        if sub.shared_mapping is not None and ref.shared_mapping is None:
+            if "benchwright-arena" in sub.shared_mapping:
+                raise self.violation(
+                    f"call {index + 1} returned a view of its input (memory of its input "
+                    "arena) where the reference returns new memory: no work was done"
+                )
+            raise self.violation(
+                f"call {index + 1} returned memory mapped from shared memory "
+                f"({clean_text(sub.shared_mapping, 80)}), which other mappings can alias: "
+                "an output must be the call's own memory"
+            )
         storages = sub.info.storages
         if any(overlaps(new, old) for new in storages for old in earlier):
             raise Stop(
@@ -640,17 +699,32 @@ class _Grading:
                 )
 
     def _apply_reference_checks(
-        self, pair: Pair, sub_values: list[Any], comparisons: list[Comparison]
+        self, pair: Pair, calls: list[Call], comparisons: list[Comparison]
     ) -> None:
-        """GPU MODE: the task's own check_implementation, run in the inputs process
-        on the original inputs and on outputs already read and validated here."""
+        """GPU MODE: the task's own check_implementation, run in the inputs process on
+        the original inputs and on each output already read and validated here: one
+        request per output, and only for outputs whose structure, dtypes and shapes
+        already match the reference's (the others have failed anyway)."""
+        for index, (call, comparison) in enumerate(zip(calls, comparisons, strict=True)):
+            if comparison.ok:
+                self._reference_check(pair, index, call.value, comparison)
+
+    def _reference_check(self, pair: Pair, index: int, value: Any, comparison: Comparison) -> None:
         assert self.gen is not None
-        blobs: list[Any] = list(pair.input_blobs)
         packed: list[memoryview] = []
-        outputs = [_shift_blobs(pack_tree(value, packed), len(blobs)) for value in sub_values]
+        try:
+            output = pack_tree(value, packed)
+        except ProtocolError as exc:
+            comparison.fail(f"the output cannot be given to the task's check: {exc}")
+            return
+        blobs: list[Any] = []
+        inputs = [_own_blobs(pair.inputs[index], pair.input_blobs, blobs)]
+        header = {"inputs": inputs, "outputs": [_shift_blobs(output, len(blobs))]}
         blobs.extend(packed)
-        header = {"inputs": pair.inputs, "outputs": outputs}
-        timeout = self.remaining(120.0 + 10 * self.spec.timing.call_timeout_s)
+        if len(json.dumps(header)) > MAX_HEADER_BYTES // 2:
+            comparison.fail("the output is too large to give to the task's check")
+            return
+        timeout = self.remaining(120.0 + 10 * self.spec.timing.call_timeout_s, trusted=True)
         try:
             reply = self._turn(
                 self.gen, "check", header, blobs=blobs, timeout_s=timeout, max_bytes=16 * MiB
@@ -658,18 +732,17 @@ class _Grading:
         except SideFailure as failure:
             if failure.kind != "error":
                 raise
-            for comparison in comparisons:
-                comparison.fail(
-                    f"the task's check_implementation raised on this output: {failure.message}"
-                )
+            comparison.fail(
+                f"the task's check_implementation raised on this output: {failure.message}"
+            )
             return
         results = reply.header.get("results")
-        if not isinstance(results, list) or len(results) != len(comparisons):
+        if not isinstance(results, list) or len(results) != 1 or not isinstance(results[0], list):
             raise RuntimeError("the inputs process sent malformed check results")
-        for comparison, (ok, message) in zip(comparisons, results, strict=True):
-            if comparison.ok and not ok:
-                text = clean_text(message, 1000)
-                comparison.fail(f"the task's check_implementation rejects the output: {text}")
+        ok, message = (results[0] + [False, ""])[:2]
+        if not ok:
+            text = clean_text(message, 1000)
+            comparison.fail(f"the task's check_implementation rejects the output: {text}")
 
     # -- correctness ---------------------------------------------------------------------
 
@@ -710,6 +783,20 @@ class _Grading:
             if shape.name == wanted:
                 return shape
         return max(self.shapes, key=lambda shape: self.input_bytes.get(shape.name, 0))
+
+
+def _own_blobs(node: Any, blobs: list[memoryview], into: list[Any]) -> Any:
+    """``node`` (a packed tree over ``blobs``) renumbered over the blobs it uses,
+    which are appended to ``into``."""
+    if isinstance(node, dict):
+        copied = {key: _own_blobs(value, blobs, into) for key, value in node.items()}
+        if node.get("k") == "tensor" and isinstance(node.get("blob"), int):
+            into.append(blobs[node["blob"]])
+            copied["blob"] = len(into) - 1
+        return copied
+    if isinstance(node, list):
+        return [_own_blobs(item, blobs, into) for item in node]
+    return node
 
 
 def _shift_blobs(node: Any, offset: int) -> Any:

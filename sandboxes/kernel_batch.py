@@ -26,12 +26,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import procstat
 from .arena import ArenaError
 from .base import SandboxError
 from .cgroups import FreezeTimeout
 from .harness.protocol import ProtocolError, is_number
 from .kernel_inputs import Placed
-from .kernel_outputs import OutputInfo, OutputTooLarge
+from .kernel_outputs import OutputInfo, OutputTooLarge, OutputUnusable
 from .kernel_side import Side, SideFailure, clean_text
 
 # Run time of threads other than the harness's main thread, per batch, that is
@@ -59,6 +60,10 @@ class Call:
     arena_range: tuple[int, int]
     guards_intact: bool
     inputs_unchanged: bool
+    # The shared mapping (the arena, a file, another memfd) an output lies in, if any:
+    # the same physical memory can be mapped twice, so two outputs, or an output and
+    # an input, can share memory at addresses that do not overlap.
+    shared_mapping: str | None = None
 
 
 @dataclass
@@ -96,8 +101,11 @@ def run_batch(
     out_cap: int,
     check_unchanged: bool,
     events: bool = False,
+    batch_out_cap: int | None = None,
 ) -> Batch:
-    """Run ``inputs`` on ``side`` as one measured batch (see the module docstring)."""
+    """Run ``inputs`` on ``side`` as one measured batch (see the module docstring).
+    ``out_cap`` bounds the bytes of one call's output, ``batch_out_cap`` all of them
+    (the grader holds a batch's outputs until it compares them)."""
     assert side.inputs is not None
     batch = Batch(role=side.role)
     threads_before = _frozen(side)
@@ -105,10 +113,14 @@ def run_batch(
     _write(side, inputs[0])
     side.thaw()
     began = time.perf_counter()
+    left = batch_out_cap if batch_out_cap is not None else out_cap * len(inputs)
     for index, placed in enumerate(inputs):
         if index:
             _write(side, placed)
-        batch.calls.append(_call(side, placed, call_timeout_s, out_cap, check_unchanged, events))
+        call = _call(side, placed, call_timeout_s, min(out_cap, left), check_unchanged, events)
+        left -= call.info.nbytes
+        batch.calls.append(call)
+    _find_shared_memory(side, batch)  # before audit lets the outputs go
     audit = side.request("audit", {}, timeout_s=max(1.0, call_timeout_s), max_bytes=1 << 20)
     batch.wall_s = time.perf_counter() - began
     threads_after = _frozen(side)
@@ -118,6 +130,15 @@ def run_batch(
     batch.other_threads_s = max(0.0, batch.cpu_s - main_s)
     batch.violations = _violations(audit.header.get("violations"))
     return batch
+
+
+def _find_shared_memory(side: Side, batch: Batch) -> None:
+    mappings = procstat.shared_mappings(side.pid)
+    for call in batch.calls:
+        for low, size in (*call.info.storages, *call.info.read):
+            for start, end, name in mappings:
+                if size and low < end and start < low + size:
+                    call.shared_mapping = name or "an anonymous shared mapping"
 
 
 def _write(side: Side, placed: Placed) -> None:
@@ -166,6 +187,8 @@ def _call(
         value, info = side.read_output(header.get("out"), out_cap)
     except OutputTooLarge:
         raise BatchStop("too_large", "the output is far larger than the reference's") from None
+    except OutputUnusable as exc:
+        raise BatchStop("too_large", f"the output holds {exc}") from None
     except ProtocolError as exc:
         raise BatchStop("integrity", f"it described its output falsely ({exc})") from None
     try:

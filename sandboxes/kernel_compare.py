@@ -77,9 +77,9 @@ def _kind(node: Any) -> str:
 
 
 def _describe(node: Any) -> str:
-    kind = _kind(node)
-    if kind == "tensor":
+    if _kind(node) == "tensor":
         return f"a {node.get('dtype')} tensor"
+    kind = node.get("k") if isinstance(node, dict) else None
     return {"list": "a list", "tuple": "a tuple", "dict": "a dict", "none": "None"}.get(
         str(kind), f"a {kind}"
     )

@@ -32,6 +32,10 @@ class OutputTooLarge(ProtocolError):
     """The output's tensors add up to more bytes than the budget allows."""
 
 
+class OutputUnusable(ProtocolError):
+    """A tensor whose shape the grader cannot build (it cannot be the right answer)."""
+
+
 @dataclass
 class Opaque:
     """A value the harness would not describe: a subclass or a foreign object."""
@@ -44,7 +48,8 @@ class Opaque:
 class OutputInfo:
     """Where a call's tensors lived in the harness process (for aliasing checks)."""
 
-    storages: list[tuple[int, int]] = field(default_factory=list)
+    storages: list[tuple[int, int]] = field(default_factory=list)  # as the harness reports them
+    read: list[tuple[int, int]] = field(default_factory=list)  # where the grader read the bytes
     nbytes: int = 0
 
 
@@ -67,7 +72,12 @@ class _OutputWalker(TreeWalker):
                 cls=cls[:200] if isinstance(cls, str) else "?",
                 what=what if what in ("tensor", "container", "value") else "value",
             )
-        dtype, shape = check_tensor_node(node)
+        try:
+            dtype, shape = check_tensor_node(node)
+        except ProtocolError as exc:
+            if isinstance(node.get("shape"), list) and all(map(is_count, node["shape"])):
+                raise OutputUnusable(f"a tensor of shape {node['shape'][:6]}: {exc}") from None
+            raise
         nbytes, addr = node.get("nbytes"), node.get("addr")
         storage = node.get("storage")
         if nbytes != tensor_nbytes(node["dtype"], shape) or not is_count(addr):
@@ -79,10 +89,14 @@ class _OutputWalker(TreeWalker):
         self.info.nbytes += nbytes
         if self.info.nbytes > self.cap:
             raise OutputTooLarge(f"the output holds more than {self.cap} bytes")
-        tensor = torch.empty(shape, dtype=dtype)
+        try:
+            tensor = torch.empty(shape, dtype=dtype)
+        except (RuntimeError, ValueError) as exc:  # e.g. empty, but its strides overflow
+            raise OutputUnusable(f"a tensor of shape {shape[:6]}: {exc}") from None
         if nbytes:
             self.read(addr, tensor.data_ptr(), nbytes)
         self.info.storages.append((storage[0], storage[1]))
+        self.info.read.append((addr, nbytes))
         return tensor
 
 

@@ -6,7 +6,7 @@ limit hit earns. Also the record of a pair of batches.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -20,8 +20,11 @@ from .report import Verdict
 MAX_SUBMISSION_FILES = 64
 MAX_SUBMISSION_BYTES = 4 * MiB
 
+# CUDA the solution builds or imports: a .cu file it submits, cuda_sources= for
+# load_inline, CUDAExtension, CuPy, PyCUDA, Numba's CUDA target. A quoted ".cu"
+# name alone is not enough (a comment or an unused string would do).
 _CUDA_SOURCE = re.compile(
-    r"cuda_sources|CUDAExtension|['\"][^'\"]*\.cuh?['\"]|^\s*(import|from)\s+(cupy|pycuda)\b|numba\s*\.\s*cuda",
+    r"cuda_sources\s*=|CUDAExtension|^\s*(import|from)\s+(cupy|pycuda)\b|numba\s*\.\s*cuda",
     re.MULTILINE,
 )
 _TRITON = re.compile(r"^\s*(import|from)\s+triton\b", re.MULTILINE)
@@ -60,16 +63,30 @@ def choose_entry(files: Mapping[str, str]) -> str:
     )
 
 
-def check_submission_files(files: Mapping[str, str]) -> None:
+def check_submission_files(files: Mapping[str, str], task_files: Collection[str] = ()) -> None:
+    """Refuse, as the submission's error, files that could not be laid out in the work
+    dir: bad or over-long names, a file that is also a folder, a name the task's own
+    files (``task_files``) take."""
     if len(files) > MAX_SUBMISSION_FILES:
         raise Stop(
             Verdict.RUNTIME_ERROR, f"too many files ({len(files)}; at most {MAX_SUBMISSION_FILES})"
         )
     total = 0
+    folders = {str(parent) for name in files for parent in PurePosixPath(name).parents}
+    task_folders = {str(parent) for name in task_files for parent in PurePosixPath(name).parents}
     for name, text in files.items():
         path = PurePosixPath(name)
         if not name or path.is_absolute() or ".." in path.parts or name.startswith("."):
             raise Stop(Verdict.RUNTIME_ERROR, f"invalid file name {name!r}")
+        if any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in path.parts):
+            raise Stop(Verdict.RUNTIME_ERROR, f"file name {name[:80]!r} has a part over 255 bytes")
+        if len(name.encode("utf-8", "surrogatepass")) > 1024 or len(path.parts) > 32:
+            raise Stop(Verdict.RUNTIME_ERROR, f"file path {name[:80]!r} is too long or too deep")
+        if name in folders:
+            raise Stop(Verdict.RUNTIME_ERROR, f"{name!r} is both a file and a folder")
+        clash = name in task_folders or any(str(parent) in task_files for parent in path.parents)
+        if clash:
+            raise Stop(Verdict.RUNTIME_ERROR, f"{name!r} collides with one of the task's files")
         total += len(text.encode("utf-8", "surrogatepass"))
     if total > MAX_SUBMISSION_BYTES:
         raise Stop(
@@ -88,8 +105,10 @@ def uses_triton(files: Mapping[str, str]) -> bool:
     return any(name.endswith(".py") and _TRITON.search(text) for name, text in files.items())
 
 
-def classify_error(error: Mapping[str, str]) -> tuple[Verdict, str]:
-    """The verdict for an exception the submission's code raised, and a reason."""
+def classify_error(error: Mapping[str, str], *, gpu_missing: bool = True) -> tuple[Verdict, str]:
+    """The verdict for an exception the submission's code raised, and a reason.
+    ``gpu_missing``: the task targets a GPU this host lacks, so an error saying CUDA
+    is unavailable means the solution needs one (``needs_hardware``)."""
     kind, message, where = error.get("type", ""), error.get("message", ""), error.get("where", "")
     text = f"{kind}: {message}"
     place = {
@@ -106,7 +125,7 @@ def classify_error(error: Mapping[str, str]) -> tuple[Verdict, str]:
         return Verdict.COMPILE_ERROR, f"building the extension failed: {text}"
     if kind == "MemoryError" or any(marker in text for marker in _MEMORY_ERRORS):
         return Verdict.MEMORY_LIMIT_EXCEEDED, f"out of memory in {place}: {text}"
-    if any(marker in text for marker in NEEDS_CUDA_ERRORS):
+    if gpu_missing and any(marker in text for marker in NEEDS_CUDA_ERRORS):
         return Verdict.NEEDS_HARDWARE, f"the solution needs a CUDA device: {text}"
     if kind == "SystemExit":
         return (

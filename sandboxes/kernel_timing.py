@@ -59,6 +59,10 @@ MIN_EFFECT = 0.05
 # least (1 - CLOCK_TOLERANCE) of the CPU time the batch's calls used beyond the
 # harness's own bookkeeping (as the reference's batches show it), less 2 ms. A
 # clock slowed tenfold shows as a tenth; a busy host only makes it read more.
+# On CPU hosts a call must take this long on the reference's side for its timing to be
+# scored: the per-call handover (tens of microseconds of Python in each process, which a
+# submission could trim by replacing the harness's loop) must stay well inside MIN_EFFECT.
+MIN_SCORED_CALL_S = 0.001
 CLOCK_SLACK_S = 0.001
 CLOCK_TOLERANCE = 0.5
 CLOCK_ABS_TOLERANCE_S = 0.002
@@ -265,6 +269,21 @@ class Timing:
 
     # -- the result ---------------------------------------------------------------------
 
+    def _unscored_reason(self) -> str:
+        """Why this timing cannot be scored, or "" when it can."""
+        if self.mode == "interpreter":
+            return "Triton's interpreter on a CPU host is not a performance measurement"
+        if self.mode in ("cpu_time", "wall"):
+            call = stats.median(self.ref.inside)
+            if call < MIN_SCORED_CALL_S:
+                return (
+                    f"the reference's calls take {call * 1e3:.3g} ms, under the "
+                    f"{MIN_SCORED_CALL_S * 1e3:g} ms a scored timing needs: on shorter calls "
+                    "the handover around each call, which a submission can trim, would "
+                    "count for too much"
+                )
+        return ""
+
     def _result(self, shape: ShapeSet) -> TimingResult:
         self._profiler_check()
         checks = self.g.report.integrity.checks
@@ -277,7 +296,8 @@ class Timing:
         ratios = stats.paired_log_ratios(self.ref.figure, self.sub.figure)
         middle = stats.median(ratios) if ratios else 0.0
         interval = stats.sign_test_interval(ratios)
-        scored = self.mode != "interpreter"
+        unscored = self._unscored_reason()
+        scored = not unscored
         margin = math.log1p(MIN_EFFECT)
         significant = (
             scored and interval is not None and (interval[0] > margin or interval[1] < -margin)
@@ -297,6 +317,7 @@ class Timing:
             significant=significant,
             scored=scored,
             calls_per_batch=self.calls_per_batch,
+            unscored_reason=unscored,
             witness={
                 "pairs": len(ratios),
                 "interval_coverage": interval[2] if interval else None,

@@ -93,3 +93,22 @@ def namespace_pid(host_pid: int) -> int | None:
             if line.startswith("NSpid:"):
                 return int(line.split()[-1])
     return None
+
+
+def shared_mappings(pid: int) -> list[tuple[int, int, str]]:
+    """(start, end, name) of every shared mapping of a process (``s`` in its
+    permissions in ``/proc/<pid>/maps``): memory another mapping or process can
+    see. Private anonymous memory, where a tensor's data lives, is not listed."""
+    found = []
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                fields = line.split(maxsplit=5)
+                if len(fields) < 5 or not fields[1].endswith("s"):
+                    continue
+                low, _, high = fields[0].partition("-")
+                name = fields[5].strip() if len(fields) > 5 else ""
+                found.append((int(low, 16), int(high, 16), name))
+    except (OSError, ValueError):
+        return []
+    return found

@@ -100,6 +100,7 @@ class TimingResult:
     scored: bool  # False for interpreter timings: never used for speedup criteria
     calls_per_batch: int
     witness: dict[str, Any] = field(default_factory=dict)
+    unscored_reason: str = ""  # why ``scored`` is False
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

@@ -36,6 +36,8 @@ def path_problem(path: str) -> str | None:
         return "'..' is not allowed"
     if any(part in ("", ".") for part in parts):
         return "empty or '.' path components are not allowed"
+    if any(len(part.encode("utf-8")) > 255 for part in parts):
+        return "a path component is longer than 255 bytes in UTF-8"
     return None
 
 
@@ -78,6 +80,12 @@ class SubmissionInSerializer(serializers.Serializer[Any]):
         paths = [f["path"] for f in value]
         if len(set(paths)) != len(paths):
             raise serializers.ValidationError("file paths must be unique")
+        folders = {
+            "/".join(p.split("/")[:end]) for p in paths for end in range(1, p.count("/") + 1)
+        }
+        both = sorted(set(paths) & folders)
+        if both:
+            raise serializers.ValidationError(f"{both[0]} is both a file and a folder")
         total = 0
         limit = settings.API_MAX_FILE_BYTES
         for f in value:

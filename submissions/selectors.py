@@ -126,6 +126,7 @@ TIMING_FIELDS = (
     "speedup_ci",
     "significant",
     "scored",
+    "unscored_reason",
     "calls_per_batch",
 )
 TRIAL_FIELDS = ("shape", "trial", "ok", "max_abs_error", "max_rel_error", "shapes", "dtypes")

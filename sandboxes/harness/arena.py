@@ -17,10 +17,11 @@ from typing import Any
 
 import torch
 
-from .protocol import ProtocolError
+from .protocol import DTYPES, ProtocolError
 
 ARENA_FD = 5
 _PAGE = mmap.PAGESIZE
+_ITEM_SIZE = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
 
 
 class ArenaMap:
@@ -29,7 +30,8 @@ class ArenaMap:
         self.mapped = 0
         self.base: torch.Tensor | None = None
         self._maps: list[mmap.mmap] = []  # earlier, smaller mappings stay alive with their views
-        self._views: dict[tuple[int, torch.dtype, tuple[int, ...]], torch.Tensor] = {}
+        self._views: dict[tuple[int, torch.dtype, tuple[int, ...], int], torch.Tensor] = {}
+        self._made: dict[int, tuple[int, torch.dtype, tuple[int, ...], int]] = {}
 
     def ensure(self, size: int) -> None:
         """Map at least ``size`` bytes of the arena."""
@@ -44,24 +46,37 @@ class ArenaMap:
         self.base = torch.frombuffer(mapping, dtype=torch.uint8)
         self.mapped = length
         self._views.clear()
+        self._made.clear()
 
     def tensor(self, dtype: torch.dtype, shape: list[int], offset: int) -> torch.Tensor:
         """A tensor over ``offset`` of the arena: a fresh view, or the cached one
         while it still has the layout it was made with."""
-        item = torch.empty((), dtype=dtype).element_size()
+        item = _ITEM_SIZE[dtype]
         numel = 1
         for dim in shape:
             numel *= dim
         if offset % item:
             raise ProtocolError("arena tensor is not aligned")
         self.ensure(offset + numel * item)
-        key = (offset, dtype, tuple(shape))
+        key = (offset, dtype, tuple(shape), numel)
         view = self._views.get(key)
         if view is None or not self._intact(view, key, numel):
             assert self.base is not None
             view = self.base[offset : offset + numel * item].view(dtype).view(shape)
             self._views[key] = view
+            self._made[id(view)] = key
         return view
+
+    def intact(self, tensors: list[torch.Tensor]) -> bool:
+        """Whether these are views this map made and each still has the layout it was
+        made with (the problem code may have resized or restrided one in place)."""
+        for tensor in tensors:
+            key = self._made.get(id(tensor))
+            if key is None or self._views.get(key) is not tensor:
+                return False
+            if not self._intact(tensor, key, key[3]):
+                return False
+        return True
 
     def _intact(self, view: torch.Tensor, key: tuple[Any, ...], numel: int) -> bool:
         assert self.base is not None

@@ -16,6 +16,7 @@ calls: it reports the in-process checks and lets go of the batch's outputs.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import platform
 import sys
@@ -58,7 +59,10 @@ def read_message() -> tuple[dict[str, Any], list[memoryview]] | None:
 
 
 def send(header: dict[str, Any], blobs: list[memoryview] | None = None) -> None:
-    for part in protocol.encode_frame(header, blobs or []):
+    parts = protocol.encode_frame(header, blobs or [])
+    if not blobs:  # a call's reply: one write
+        parts = [b"".join(parts)]
+    for part in parts:
         view = memoryview(part).cast("B")
         while view:
             written = _write(CHANNEL_OUT_FD, view)
@@ -75,6 +79,7 @@ class Harness:
         self.kept: list[Any] = []  # this batch's outputs, alive until the grader has read them
         self.staged: list[tuple[torch.Tensor, torch.Tensor]] = []  # (arena region, device copy)
         self.last_args: Any = None
+        self.last_tree: Any = None
         self.audit = audit.Audit([sys.modules[name] for name in _harness_modules()])
 
     # -- commands ---------------------------------------------------------------
@@ -94,6 +99,10 @@ class Harness:
             module, str(header["format"]), str(header["role"]), self.device
         )
         self.audit.after_import()
+        # Everything alive now goes to the permanent generation: later collections, on
+        # both sides alike, only look at what calls allocate.
+        gc.collect()
+        gc.freeze()
         return {"has_check": self.problem.has_check, "violations": self.audit.violations()}
 
     def setup(
@@ -120,8 +129,7 @@ class Harness:
         return {"values": values}, out
 
     def call(self, header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
-        self.staged = []
-        args = protocol.unpack_tree(header["args"], [], arena=self._arena_tensor)
+        args = self._args(header["args"])
         try:
             output, inside_s, event_s = runner.call_once(
                 self._problem(), args, self.timer, bool(header.get("events"))
@@ -130,7 +138,6 @@ class Harness:
             raise runner.HarnessFailure("call", exc) from None
         for region, device_copy in self.staged:
             region.copy_(device_copy)  # device guard bands and inputs back, for the grader
-        self.last_args = args
         reply: dict[str, Any] = {"time": inside_s, "event_time": event_s}
         hooks = self.audit.quick()
         if hooks:
@@ -168,6 +175,21 @@ class Harness:
         if self.problem is None:
             raise ProtocolError("no problem loaded")
         return self.problem
+
+    def _args(self, tree: Any) -> Any:
+        """The call's arguments: the views of the arena the last call had when the
+        layout is the same and they are as they were made, else new ones. (Every
+        call's per-call work is kept small: it is measured on both sides.)"""
+        if (
+            self.device == "cpu"
+            and tree == self.last_tree
+            and self.arena.intact(_tensors(self.last_args))
+        ):
+            return self.last_args
+        self.staged = []
+        self.last_args = protocol.unpack_tree(tree, [], arena=self._arena_tensor)
+        self.last_tree = tree
+        return self.last_args
 
     def _arena_tensor(
         self, dtype: torch.dtype, shape: list[int], offset: int, pad: int
@@ -227,6 +249,16 @@ class Harness:
             return {"error": failure.details}
         except BaseException as exc:
             return {"error": runner.describe(exc, str(header.get("op")))}
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [tensor for item in value for tensor in _tensors(item)]
+    if isinstance(value, dict):
+        return [tensor for item in value.values() for tensor in _tensors(item)]
+    return []
 
 
 def _harness_modules() -> list[str]:

@@ -68,6 +68,7 @@ BAD_PATHS = {
     "rtl\u202e.py": "control",
     "a//b.py": "empty",
     "./a.py": "'.'",
+    "\u00e9" * 128 + ".py": "255 bytes",  # 131 characters, 259 bytes: no file system takes it
     "": "blank",
 }
 
@@ -94,6 +95,7 @@ def test_unsafe_file_names_are_refused(path, task, owner_token):
         ([{"path": "big.py", "content": "é" * 51}], "102 bytes"),
         ([{"path": "a.py", "content": "x" * 100}, {"path": "b.py", "content": "y" * 60}], "160"),
         ([{"path": "a.py", "content": ""}, {"path": "a.py", "content": ""}], "unique"),
+        ([{"path": "a", "content": ""}, {"path": "a/b.py", "content": ""}], "file and a folder"),
         ([], "empty"),
     ],
 )

@@ -194,12 +194,36 @@ def test_a_sandbox_without_python_is_an_internal_error(add_relu: GradingSpec) ->
 
 
 def test_cuda_needs_a_gpu_host_and_nothing_runs_here(add_relu: GradingSpec) -> None:
-    spec = dataclasses.replace(add_relu, language="cuda")
+    spec = dataclasses.replace(add_relu, language="cuda", hardware="h100")
     report = grade(
         spec, {"solution.py": HONEST}, backend=get_backend("bwrap"), limits=Limits(), hardware="cpu"
     )
     assert report.verdict == Verdict.NEEDS_HARDWARE
     assert "sandbox_start" not in report.phases
+
+
+def test_cuda_on_a_cpu_task_is_the_solutions_error(add_relu: GradingSpec) -> None:
+    """Only real CUDA use counts: a string that merely names a .cu file does not."""
+    cuda = HONEST + (
+        "\nfrom torch.utils.cpp_extension import load_inline\n"
+        'load_inline("k", cpp_sources="", cuda_sources="")\n'
+    )
+    report = grade(add_relu, {"solution.py": cuda}, backend=get_backend("bwrap"), limits=Limits())
+    assert report.verdict == Verdict.RUNTIME_ERROR
+    assert report.reason == "the solution uses CUDA source, but this task runs on a CPU"
+    named = "SEE_ALSO = 'notes.cu'\n" + HONEST.replace("clamp_min_(0.0)", "clamp_min_(1.0)")
+    report = grade(add_relu, {"solution.py": named}, backend=get_backend("bwrap"), limits=Limits())
+    assert report.verdict == Verdict.WRONG_ANSWER
+
+
+def test_a_cuda_error_message_needs_hardware_only_where_the_task_targets_a_gpu() -> None:
+    error = {
+        "where": "call",
+        "type": "RuntimeError",
+        "message": "Torch not compiled with CUDA enabled",
+    }
+    assert classify_error(error)[0] == Verdict.NEEDS_HARDWARE
+    assert classify_error(error, gpu_missing=False)[0] == Verdict.RUNTIME_ERROR
 
 
 def test_no_shape_set_for_this_kind_of_host_needs_hardware(add_relu: GradingSpec) -> None:
@@ -223,6 +247,8 @@ def test_fewer_than_five_trials_are_refused(add_relu: GradingSpec) -> None:
         ({"a.py": HONEST, "b.py": HONEST}, "no solution.py among the submitted files (a.py, b.py)"),
         ({"solution.py": HONEST, "../escape.py": ""}, "invalid file name '../escape.py'"),
         ({"solution.py": "x" * (5 * 1024 * 1024)}, "at most"),
+        ({"solution.py": HONEST, "solution.py/x.py": ""}, "is both a file and a folder"),
+        ({"solution.py": HONEST, "\u00e9" * 127 + ".py": ""}, "has a part over 255 bytes"),
     ],
 )
 def test_malformed_submissions_get_a_runtime_error(
@@ -231,6 +257,17 @@ def test_malformed_submissions_get_a_runtime_error(
     report = grade(add_relu, files, backend=get_backend("bwrap"), limits=Limits())
     assert report.verdict == Verdict.RUNTIME_ERROR
     assert reason in report.reason
+
+
+def test_a_file_where_the_task_has_one_is_the_submissions_error() -> None:
+    rowsum = GradingSpec.from_bundle_dir(EXPLOITS / "problems" / "rowsum")
+    files = {
+        "solution.py": "def custom_kernel(data):\n    return data[0].sum(1)\n",
+        "task.py/x": "",
+    }
+    report = grade(rowsum, files, backend=get_backend("bwrap"), limits=Limits())
+    assert report.verdict == Verdict.RUNTIME_ERROR
+    assert report.reason == "'task.py/x' collides with one of the task's files"
 
 
 def test_a_single_python_file_is_the_entry_whatever_its_name(
