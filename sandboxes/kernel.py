@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import secrets
 import sys
 import time
@@ -41,6 +42,7 @@ from typing import Any
 import torch
 
 from . import hardware as host_hardware
+from . import procstat
 from .base import GiB, Limits, MiB, RunRequest, RunResult, Sandbox, SandboxError
 from .cgroups import FreezeTimeout
 from .harness.protocol import (
@@ -132,6 +134,12 @@ def grade(
     # and on a busy host a lot of it.
     torch_threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    affinity = os.sched_getaffinity(0)
+    if grading.threads == 1:
+        # This thread and both timed processes share one CPU: a call and its handover
+        # take turns, never overlap, and neither side runs on a faster or busier core
+        # than the other. Concurrent gradings on other threads pick their own CPU.
+        os.sched_setaffinity(0, {grading.cpu})
     try:
         grading.run()
     except Exception as exc:  # the grader's own failure: never the submission's fault
@@ -148,6 +156,7 @@ def grade(
             grading.report.reason = "internal error in the grader"
             grading.report.operator_notes += f"\nclosing: {type(exc).__name__}: {exc}"
         torch.set_num_threads(torch_threads)
+        os.sched_setaffinity(0, affinity)
     report = grading.report
     report.duration_s = time.monotonic() - started
     report.phases = {name: round(value, 6) for name, value in grading.phases.items()}
@@ -176,6 +185,7 @@ class _Grading:
         self.hardware_name = hardware
         self.trials = spec.trials if trials is None else trials
         self.threads = max(1, int(threads))
+        self.cpu = _grading_cpu()
         self.report = GradeReport(
             verdict=Verdict.INTERNAL_ERROR, reason="not graded", harness_version=HARNESS_VERSION
         )
@@ -430,6 +440,10 @@ class _Grading:
                     f"harness version {hello.header.get('version')!r} != {HARNESS_VERSION}"
                 )
             side.find_harness(hello.header.get("pid"))
+        if self.threads == 1:
+            for side in (self.ref, self.sub):
+                procstat.pin(side.process.host_pids(), self.cpu)
+            self.report.hardware["timed_on_cpu"] = self.cpu
         self.report.hardware["harness_torch"] = clean_text(hellos[0].header.get("torch"), 80)
         self.baseline = self.sub.outside_counts()
         self.phases["sandbox_start"] = time.monotonic() - began
@@ -604,7 +618,16 @@ class _Grading:
                 raise self.violation("after a batch of calls: " + "; ".join(batch.violations))
             self._check_outside("after a batch of calls")
             self._check_other_threads(batch)
+            self._check_pinned()
         return batch
+
+    def _check_pinned(self) -> None:
+        assert self.sub is not None
+        if self.threads == 1 and procstat.unpinned(self.sub.process.host_pids(), self.cpu):
+            raise self.violation(
+                "the submission moved itself off the CPU its grading runs on "
+                "(sched_setaffinity): reference and submission must be timed on the same core"
+            )
 
     def _check_other_threads(self, batch: Batch) -> None:
         """With one thread per process, nothing in the sandbox but the harness's main
@@ -783,6 +806,19 @@ class _Grading:
             if shape.name == wanted:
                 return shape
         return max(self.shapes, key=lambda shape: self.input_bytes.get(shape.name, 0))
+
+
+def _grading_cpu() -> int:
+    """The CPU a grading's timed processes run on: the only one this thread may use, or
+    else the one it runs on now (concurrent gradings then mostly land apart)."""
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) == 1:
+        return next(iter(allowed))
+    try:
+        current = procstat.current_cpu()
+    except (OSError, ValueError, IndexError):
+        return min(allowed)
+    return current if current in allowed else min(allowed)
 
 
 def _own_blobs(node: Any, blobs: list[memoryview], into: list[Any]) -> Any:

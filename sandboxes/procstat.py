@@ -112,3 +112,29 @@ def shared_mappings(pid: int) -> list[tuple[int, int, str]]:
     except (OSError, ValueError):
         return []
     return found
+
+
+def current_cpu() -> int:
+    """The CPU the calling thread runs on now."""
+    with open("/proc/thread-self/stat", "rb") as handle:
+        return int(handle.read().rsplit(b")", 1)[1].split()[36])
+
+
+def pin(pids: list[int], cpu: int) -> None:
+    """Every thread of these processes onto ``cpu`` (threads and processes they start
+    later inherit it)."""
+    for pid in pids:
+        for tid in thread_ids(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.sched_setaffinity(tid, {cpu})
+
+
+def unpinned(pids: list[int], cpu: int) -> list[int]:
+    """Threads of these processes allowed onto any CPU but ``cpu``."""
+    moved = []
+    for pid in pids:
+        for tid in thread_ids(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                if os.sched_getaffinity(tid) != {cpu}:
+                    moved.append(tid)
+    return moved
