@@ -7,6 +7,7 @@ profiler witness) exists in the harness but cannot run on this CPU-only host.
 from __future__ import annotations
 
 import dataclasses
+import os
 import io
 import json
 from pathlib import Path
@@ -372,3 +373,17 @@ def test_grade_command_text_report_and_exit_status() -> None:
     assert exited.value.code == 1
     text = out.getvalue()
     assert "verdict:     wrong_answer" in text and "has shape [800]" in text
+
+
+def test_calls_too_short_to_time_are_reported_but_not_scored(backend: Sandbox) -> None:
+    """rowsum's calls take microseconds: less than the handover around them, which a
+    submission could trim by replacing the harness's loop in its own process."""
+    rowsum = GradingSpec.from_bundle_dir(EXPLOITS / "problems" / "rowsum")
+    solution = (EXPLOITS / "honest_gpumode.py").read_text()
+    report = grade(rowsum, {"solution.py": solution}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.ACCEPTED, report.reason
+    assert report.timing is not None and report.timing.timing_mode == "cpu_time"
+    assert not report.timing.scored and not report.timing.significant
+    assert "under the 1 ms a scored timing needs" in report.timing.unscored_reason
+    assert "not scored" in report.reason
+    assert report.hardware["timed_on_cpu"] in os.sched_getaffinity(0)

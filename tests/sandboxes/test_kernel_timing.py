@@ -48,3 +48,26 @@ def test_intervals_separate_only_without_overlap() -> None:
 def test_ratio_interval_is_conservative() -> None:
     assert timing.ratio_interval((2.0, 4.0), (1.0, 2.0)) == (1.0, 4.0)
     assert timing.ratio_interval((1.0, 2.0), (0.0, 1.0))[1] == math.inf
+
+
+def test_the_sign_test_interval_needs_six_values_at_95_percent() -> None:
+    assert timing.sign_test_interval([0.1, 0.2, 0.3, 0.4, 0.5]) is None
+    low, high, coverage = timing.sign_test_interval([0.3, 0.1, 0.6, 0.2, 0.5, 0.4])  # type: ignore[misc]
+    assert (low, high) == (0.1, 0.6) and coverage == pytest.approx(1 - 2 / 64)
+    # Nine values: the second smallest and second largest, at 96 %.
+    low, high, coverage = timing.sign_test_interval(list(range(9)))  # type: ignore[misc]
+    assert (low, high) == (1, 7) and coverage == pytest.approx(1 - 2 * 10 / 512)
+
+
+def test_paired_ratios_cancel_drift_that_both_sides_share() -> None:
+    # The host slows down threefold halfway; each pair still says the same thing.
+    reference = [1.0, 1.0, 1.0, 3.0, 3.0, 3.0]
+    submission = [0.5, 0.5, 0.5, 1.5, 1.5, 1.5]
+    ratios = timing.paired_log_ratios(reference, submission)
+    assert ratios == pytest.approx([math.log(2.0)] * 6)
+    low, high, _ = timing.sign_test_interval(ratios)  # type: ignore[misc]
+    assert math.exp(low) == pytest.approx(2.0) and math.exp(high) == pytest.approx(2.0)
+    # Unpaired medians of the same samples would overlap and say nothing.
+    assert not timing.intervals_separate(
+        timing.bootstrap_median_ci(reference), timing.bootstrap_median_ci(submission)
+    )
