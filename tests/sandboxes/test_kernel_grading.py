@@ -7,9 +7,9 @@ profiler witness) exists in the harness but cannot run on this CPU-only host.
 from __future__ import annotations
 
 import dataclasses
-import os
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
