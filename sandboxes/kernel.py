@@ -34,7 +34,9 @@ import logging
 import os
 import secrets
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -157,6 +159,7 @@ def grade(
             grading.report.operator_notes += f"\nclosing: {type(exc).__name__}: {exc}"
         torch.set_num_threads(torch_threads)
         os.sched_setaffinity(0, affinity)
+        _release_cpu(grading.cpu)
     report = grading.report
     report.duration_s = time.monotonic() - started
     report.phases = {name: round(value, 6) for name, value in grading.phases.items()}
@@ -808,17 +811,30 @@ class _Grading:
         return max(self.shapes, key=lambda shape: self.input_bytes.get(shape.name, 0))
 
 
+# Gradings running now in this process, by the CPU they time on.
+_CPU_USERS: Counter[int] = Counter()
+_CPU_LOCK = threading.Lock()
+
+
 def _grading_cpu() -> int:
     """The CPU a grading's timed processes run on: the only one this thread may use, or
-    else the one it runs on now (concurrent gradings then mostly land apart)."""
-    allowed = os.sched_getaffinity(0)
-    if len(allowed) == 1:
-        return next(iter(allowed))
+    else the one fewest of this process's gradings use (the one it runs on now among
+    equals). Workers in separate processes are best started one per CPU, each pinned
+    to its own (then this is simply that CPU)."""
+    allowed = sorted(os.sched_getaffinity(0))
     try:
         current = procstat.current_cpu()
     except (OSError, ValueError, IndexError):
-        return min(allowed)
-    return current if current in allowed else min(allowed)
+        current = allowed[0]
+    with _CPU_LOCK:
+        cpu = min(allowed, key=lambda c: (_CPU_USERS[c], c != current, c))
+        _CPU_USERS[cpu] += 1
+    return cpu
+
+
+def _release_cpu(cpu: int) -> None:
+    with _CPU_LOCK:
+        _CPU_USERS[cpu] -= 1
 
 
 def _own_blobs(node: Any, blobs: list[memoryview], into: list[Any]) -> Any:
