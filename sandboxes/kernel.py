@@ -698,9 +698,9 @@ class _Grading:
                     "arena) where the reference returns new memory: no work was done"
                 )
             raise self.violation(
-                f"call {index + 1} returned memory mapped from shared memory "
-                f"({clean_text(sub.shared_mapping, 80)}), which other mappings can alias: "
-                "an output must be the call's own memory"
+                f"call {index + 1} returned memory mapped from "
+                f"{clean_text(sub.shared_mapping, 80)}, which other mappings can alias: "
+                "an output must be the call's own (private, anonymous) memory"
             )
         storages = sub.info.storages
         if any(overlaps(new, old) for new in storages for old in earlier):

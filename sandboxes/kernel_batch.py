@@ -60,9 +60,10 @@ class Call:
     arena_range: tuple[int, int]
     guards_intact: bool
     inputs_unchanged: bool
-    # The shared mapping (the arena, a file, another memfd) an output lies in, if any:
-    # the same physical memory can be mapped twice, so two outputs, or an output and
-    # an input, can share memory at addresses that do not overlap.
+    # The mapping of something else (the arena, a file, a memfd, shared memory) an
+    # output lies in, if any: the same physical memory can be mapped twice, so two
+    # outputs, or an output and an input, can share memory at addresses that do not
+    # overlap.
     shared_mapping: str | None = None
 
 
@@ -133,12 +134,13 @@ def run_batch(
 
 
 def _find_shared_memory(side: Side, batch: Batch) -> None:
-    mappings = procstat.shared_mappings(side.pid)
+    """Outputs that lie in memory other mappings can see (shared, or a file's)."""
+    mappings = procstat.foreign_mappings(side.pid)
     for call in batch.calls:
         for low, size in (*call.info.storages, *call.info.read):
             for start, end, name in mappings:
                 if size and low < end and start < low + size:
-                    call.shared_mapping = name or "an anonymous shared mapping"
+                    call.shared_mapping = name
 
 
 def _write(side: Side, placed: Placed) -> None:

@@ -95,20 +95,24 @@ def namespace_pid(host_pid: int) -> int | None:
     return None
 
 
-def shared_mappings(pid: int) -> list[tuple[int, int, str]]:
-    """(start, end, name) of every shared mapping of a process (``s`` in its
-    permissions in ``/proc/<pid>/maps``): memory another mapping or process can
-    see. Private anonymous memory, where a tensor's data lives, is not listed."""
+def foreign_mappings(pid: int) -> list[tuple[int, int, str]]:
+    """(start, end, name) of every mapping of a process that is not private anonymous
+    memory: shared mappings, and mappings of a file or memfd even when private (their
+    pages are the file's until written, so they can show what another mapping writes).
+    A tensor's data lives in private anonymous memory (the heap, or unnamed mappings)."""
     found = []
     try:
         with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 fields = line.split(maxsplit=5)
-                if len(fields) < 5 or not fields[1].endswith("s"):
+                if len(fields) < 5:
+                    continue
+                name = fields[5].strip() if len(fields) > 5 else ""
+                anonymous = not name or name in ("[heap]", "[stack]") or name.startswith("[anon")
+                if anonymous and fields[1].endswith("p"):
                     continue
                 low, _, high = fields[0].partition("-")
-                name = fields[5].strip() if len(fields) > 5 else ""
-                found.append((int(low, 16), int(high, 16), name))
+                found.append((int(low, 16), int(high, 16), name or "anonymous shared memory"))
     except (OSError, ValueError):
         return []
     return found
