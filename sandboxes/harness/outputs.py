@@ -76,6 +76,10 @@ class Describer:
         dtype = DTYPE_NAMES.get(tensor.dtype)
         if dtype is None:
             return {"k": "opaque", "what": "tensor", "cls": f"a {tensor.dtype} tensor"}
+        if tensor.is_neg() or tensor.is_conj():
+            # Its memory holds the value before a negation or conjugation still to come.
+            lazy = "negation" if tensor.is_neg() else "conjugation"
+            return {"k": "opaque", "what": "lazy", "cls": f"tensor with a lazy {lazy} bit"}
         storage = tensor.untyped_storage()
         node: dict[str, Any] = {
             "k": "mem",

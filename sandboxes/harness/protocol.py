@@ -37,7 +37,7 @@ from typing import Any, TypeGuard
 
 import torch
 
-HARNESS_VERSION = "2.0.0"
+HARNESS_VERSION = "2.1.0"
 
 MAX_HEADER_BYTES = 8 * 1024 * 1024
 MAX_TREE_NODES = 100_000
@@ -136,9 +136,18 @@ def _parse_json(raw: bytes) -> Any:
         if most > limit:
             raise ProtocolError(f"header nested {most} levels deep")
     try:
-        return json.loads(raw)
+        return json.loads(raw, object_pairs_hook=_unique_keys)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ProtocolError(f"header is not JSON: {exc}") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when a key appears twice: parsers disagree on which one
+    counts, and a reply must mean one thing."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("a key appears twice in one object")
+    return obj
 
 
 def is_count(value: Any) -> TypeGuard[int]:
@@ -146,7 +155,10 @@ def is_count(value: Any) -> TypeGuard[int]:
 
 
 def is_number(value: Any) -> TypeGuard[int | float]:
-    return type(value) in (int, float) and math.isfinite(value)
+    """A finite float, or an int a float can hold (``math.isfinite`` overflows on more)."""
+    if type(value) is int:
+        return -(2**63) <= value < 2**63
+    return type(value) is float and math.isfinite(value)
 
 
 # -- value trees ------------------------------------------------------------------
@@ -276,7 +288,14 @@ class TreeWalker:
                 key_node, value_node = _pair(item)
                 if type(key_node) is not dict or key_node.get("k") not in SCALAR_KINDS:
                     raise ProtocolError("dict key is not a plain scalar")
-                result[self.unpack(key_node, depth + 1)] = self.unpack(value_node, depth + 1)
+                key = self.unpack(key_node, depth + 1)
+                try:
+                    seen = key in result
+                except TypeError:  # unhashable: a NaN-free scalar never is, but be sure
+                    raise ProtocolError("dict key is not hashable") from None
+                if seen:
+                    raise ProtocolError(f"dict key {key!r:.40} appears twice")
+                result[key] = self.unpack(value_node, depth + 1)
             return result
         return _scalar(kind, node.get("v"))
 

@@ -59,10 +59,19 @@ def _safe_text(make: Callable[[], str], cap: int) -> str:
     return text if len(text) <= cap else text[: cap // 2] + "\n…\n" + text[-cap // 2 :]
 
 
+def _type_name(kind: type) -> str:
+    """A builtin exception by its bare name (``SyntaxError``); any other by module and
+    name (``torch.OutOfMemoryError``, ``solution.SyntaxError``), so that a class the
+    solution defines cannot pass for a builtin one."""
+    module = type.__dict__["__module__"].__get__(kind)
+    name = type.__dict__["__qualname__"].__get__(kind)
+    return name if module == "builtins" else f"{module}.{name}"
+
+
 def describe(exc: BaseException, where: str) -> dict[str, Any]:
     return {
         "where": where,
-        "type": _safe_text(lambda: type(exc).__name__, 200),
+        "type": _safe_text(lambda: _type_name(type(exc)), 200),
         "message": _safe_text(lambda: str(exc), MESSAGE_CAP),
         "traceback": _safe_text(lambda: "".join(traceback.format_exception(exc)), TRACEBACK_CAP),
     }

@@ -24,6 +24,7 @@ from sandboxes.harness.protocol import (
     decode_frame,
     frame_bytes,
     frame_length,
+    is_number,
     pack_tree,
     unpack_tree,
 )
@@ -164,6 +165,22 @@ def test_dict_keys_must_be_plain_scalars() -> None:
         unpack_tree(unhashable, [])
     fine = {"k": "dict", "items": [[{"k": "str", "v": "a"}, {"k": "int", "v": "1"}]]}
     assert unpack_tree(fine, []) == {"a": 1}
+
+
+def test_a_key_twice_is_refused_in_headers_and_in_dicts() -> None:
+    # Parsers disagree on which duplicate counts: a reply must mean one thing.
+    twice = b'{"time":0.001,"time":2}'
+    with pytest.raises(ProtocolError, match="appears twice"):
+        decode_frame(memoryview(struct.pack(">I", len(twice)) + twice))
+    key = {"k": "str", "v": "y"}
+    with pytest.raises(ProtocolError, match="'y' appears twice"):
+        unpack_tree({"k": "dict", "items": [[key, {"k": "none"}], [key, {"k": "none"}]]}, [])
+
+
+def test_numbers_a_float_cannot_hold_are_not_numbers() -> None:
+    assert is_number(3) and is_number(0.5) and is_number(-(2**63))
+    assert not is_number(10**400) and not is_number(2**63)
+    assert not is_number(math.inf) and not is_number(math.nan) and not is_number(True)
 
 
 def test_deeply_nested_headers_are_refused_before_parsing() -> None:
