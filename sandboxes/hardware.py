@@ -13,7 +13,6 @@ import platform
 import re
 import shutil
 import subprocess
-import sys
 from typing import Any
 
 # Names of GPU hardware classes, matched in device names (lower case).
@@ -97,7 +96,6 @@ def detect() -> dict[str, Any]:
         "torch": _version("torch"),
         "triton": _version("triton"),
         "platform": platform.platform(),
-        "executable": sys.executable,
     }
 
 

@@ -163,7 +163,37 @@ def grade(
     report = grading.report
     report.duration_s = time.monotonic() - started
     report.phases = {name: round(value, 6) for name, value in grading.phases.items()}
+    _hide_host_paths(report)
     return report
+
+
+def _host_paths() -> list[tuple[str, str]]:
+    """Folders of this host that show up in tracebacks and warnings (the sandbox
+    binds the Python installation at its own path), longest first, and what a
+    client sees instead."""
+    paths = {
+        sys.prefix: "<python>",
+        sys.base_prefix: "<python>",
+        str(Path(__file__).resolve().parent.parent): "<grader>",
+    }
+    found = [(path, name) for path, name in paths.items() if len(path) > 1]
+    return sorted(found, key=lambda item: len(item[0]), reverse=True)
+
+
+def _hide_host_paths(report: GradeReport) -> None:
+    """Replace this host's folders in everything a client may read of the report: the
+    reason, the logs, trial messages and integrity findings."""
+
+    def hide(text: str) -> str:
+        for path, name in _host_paths():
+            text = text.replace(path, name)
+        return text
+
+    report.reason = hide(report.reason)
+    report.logs = {stream: hide(text) for stream, text in report.logs.items()}
+    report.integrity.violations = [hide(text) for text in report.integrity.violations]
+    for trial in report.correctness:
+        trial.message = hide(trial.message)
 
 
 # -- the grading ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ import dataclasses
 import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -333,6 +334,22 @@ def test_limits_map_to_verdicts(limit: str, verdict: Verdict) -> None:
     result = RunResult(None, 9, b"", b"", False, False, 1.0, 1.0, limit)  # type: ignore[arg-type]
     mapped = limit_verdict(result)
     assert mapped is not None and mapped[0] == verdict
+
+
+def test_no_path_of_this_host_reaches_a_client(backend: Sandbox, add_relu: GradingSpec) -> None:
+    # Tracebacks and warnings name the Python installation, which the sandbox binds
+    # at its own path; a report names none of this host's folders.
+    noisy = HONEST.replace(
+        "class ModelNew",
+        "import sys\nprint(torch.__file__, sys.prefix, file=sys.stderr)\n\n\nclass ModelNew",
+    )
+    report = grade(add_relu, {"solution.py": noisy}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.ACCEPTED, report.reason
+    assert "<python>/" in report.logs["stderr"]
+    text = json.dumps(report.public_dict())
+    assert sys.prefix not in text and sys.base_prefix not in text
+    assert str(Path(__file__).resolve().parents[2]) not in text
+    assert "executable" not in report.hardware
 
 
 def test_hardware_detection_describes_this_host() -> None:
