@@ -116,6 +116,12 @@ TEMPLATES = [
     },
 ]
 
+if ENVIRONMENT == "test":
+    from benchwright.templating import MissingVariable
+
+    # A template that looks up something the data does not have fails its test.
+    TEMPLATES[0]["OPTIONS"]["string_if_invalid"] = MissingVariable("%s")
+
 DATABASES = {
     "default": database_from_url(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'benchwright.sqlite3'}")

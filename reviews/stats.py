@@ -241,9 +241,12 @@ def overview() -> dict[str, Any]:
         "overall": reliability(every),
         "overturns": overturn_rate(ReviewScore.objects.all()),
         "throughput": throughput(),
-        "outcomes": dict(
-            ReviewOutcome.objects.values_list("status")
-            .annotate(n=Count("pk"))
-            .values_list("status", "n")
-        ),
+        "outcomes": {
+            **dict.fromkeys(OutcomeStatus.values, 0),
+            **dict(
+                ReviewOutcome.objects.values_list("status")
+                .annotate(n=Count("pk"))
+                .values_list("status", "n")
+            ),
+        },
     }
