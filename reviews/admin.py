@@ -18,7 +18,13 @@ from .models import (
 
 @admin.register(ReviewPolicy)
 class ReviewPolicyAdmin(admin.ModelAdmin):
-    list_display = ["task", "reviews_required", "claim_minutes", "disagreement_threshold"]
+    list_display = [
+        "task",
+        "reviews_required",
+        "review_failures",
+        "claim_minutes",
+        "disagreement_threshold",
+    ]
     search_fields = ["task__slug"]
     raw_id_fields = ["task"]
 

@@ -41,6 +41,13 @@ class ReviewPolicy(TimeStamped):
         validators=[MinValueValidator(1), MaxValueValidator(24 * 60)],
         help_text="How long a claim holds before the item returns to the queue.",
     )
+    review_failures = models.BooleanField(
+        default=False,
+        help_text=(
+            "Also queue submissions that were not accepted (wrong answers, errors, "
+            "integrity findings). Off: reviewers see accepted submissions only."
+        ),
+    )
     disagreement_threshold = models.FloatField(
         default=DEFAULT_DISAGREEMENT_THRESHOLD,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],

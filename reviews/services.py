@@ -23,7 +23,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from benchwright import roles
@@ -31,7 +31,7 @@ from benchwright.state import sources_for, transition
 from rubrics.models import Criterion, CriterionKind, CriterionScore, ScoreSource
 from rubrics.services import rubric_total
 from submissions import services as submission_services
-from submissions.models import GradingRun, Submission, SubmissionStatus
+from submissions.models import GradingRun, Submission, SubmissionFile, SubmissionStatus
 from tasks.models import Task
 
 from . import access, scoring, selectors
@@ -107,6 +107,7 @@ def policy_set(
     reviews_required: int,
     claim_minutes: int | None = None,
     disagreement_threshold: float | None = None,
+    review_failures: bool | None = None,
 ) -> ReviewPolicy:
     """Set how the task's submissions are reviewed (admins and the task's author)."""
     if not (roles.is_admin(actor) or task.owner_id == actor.pk):
@@ -120,6 +121,8 @@ def policy_set(
         policy.claim_minutes = claim_minutes
     if disagreement_threshold is not None:
         policy.disagreement_threshold = disagreement_threshold
+    if review_failures is not None:
+        policy.review_failures = review_failures
     try:
         policy.full_clean(exclude=["task"])
     except ValidationError as exc:
@@ -134,25 +137,39 @@ def _policy_data(policy: ReviewPolicy) -> dict[str, Any]:
         "reviews_required": policy.reviews_required,
         "claim_minutes": policy.claim_minutes,
         "disagreement_threshold": policy.disagreement_threshold,
+        "review_failures": policy.review_failures,
     }
 
 
 # The queue ------------------------------------------------------------------------------------
 
 
+def _reviewable() -> Q:
+    """Graded submissions that go to reviewers: accepted ones, and the others too where
+    the task's policy asks for failures, but never one with nothing to read (every
+    file blank) nor one that still waits for hardware (not a finished grading)."""
+    with_code = Exists(
+        SubmissionFile.objects.filter(submission=OuterRef("pk")).exclude(content__regex=r"^\s*$")
+    )
+    wanted = Q(verdict="accepted") | Q(task_version__task__review_policy__review_failures=True)
+    return wanted & with_code & ~Q(verdict__in=UNREVIEWED_VERDICTS)
+
+
 @transaction.atomic
 def review_queue_enter(*, submission_id: int) -> list[ReviewAssignment]:
     """A graded submission enters the review queue (graded -> awaiting_review) with
-    one open slot per required review; every verdict does (reviewers say why a
-    kernel failed too) except ``needs_hardware``, which is not a finished
-    grading. Safe to run twice: only a submission still in ``graded`` enters.
-    A regraded submission starts a new round: its old open slots are cancelled
-    and its reviews of the earlier grading no longer count."""
+    one open slot per required review, if it is one reviewers should see (see
+    ``_reviewable``): by default only accepted submissions are; a failure earns no
+    review unless the task asks for them. Safe to run twice: only a submission still
+    in ``graded`` enters. A regraded submission starts a new round: its old open
+    slots are cancelled and its reviews of the earlier grading no longer count."""
     submission = _lock_submission(submission_id)
-    if submission.status != SubmissionStatus.GRADED or submission.verdict in UNREVIEWED_VERDICTS:
+    if submission.status != SubmissionStatus.GRADED:
         return []
     policy = selectors.policy_for(submission.task_version.task)
     if policy.reviews_required == 0:
+        return []
+    if not Submission.objects.filter(_reviewable(), pk=submission.pk).exists():
         return []
     _cancel_open_slots(submission)
     _outcome_restart(submission)
@@ -224,8 +241,8 @@ def review_queue_sweep(*, graded_before: timedelta) -> list[int]:
     cutoff = timezone.now() - graded_before
     waiting = (
         Submission.objects.filter(status=SubmissionStatus.GRADED, status_changed_at__lt=cutoff)
+        .filter(_reviewable())
         .exclude(task_version__task__review_policy__reviews_required=0)
-        .exclude(verdict__in=UNREVIEWED_VERDICTS)
     )
     entered = []
     for pk in waiting.values_list("pk", flat=True)[:1000]:

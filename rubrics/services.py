@@ -23,6 +23,9 @@ def rule_holds(
     if kind == "integrity":
         violations = (report.get("integrity") or {}).get("violations") or []
         want_clean = bool(rule.get("clean", True))
+        if want_clean and verdict != "accepted":
+            # A run that failed was never checked through: "no findings" earns nothing.
+            return False, f"verdict {verdict}: a clean record counts only for accepted submissions"
         return (not violations) == want_clean, f"{len(violations)} integrity finding(s)"
     if kind == "speedup":
         return _speedup_holds(rule, report=report, on_target=on_target)
