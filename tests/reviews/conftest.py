@@ -3,7 +3,6 @@ graded through the real grading_store, and reviewers."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from submissions import services as submission_services
 from submissions.models import Submission, SubmissionStatus
 from tasks import services as task_services
 from tasks.models import FileRole, Task, TaskFile, Visibility
-from tests import factories
+from tests import factories, recorded
 
 # Identity of the submissions under review: no page or API body a reviewer gets may hold them.
 MODEL = "model-zeta-secret-7"
@@ -45,76 +44,15 @@ class ModelNew(nn.Module):
         return torch.clamp(x, min=0)  # one pass over memory
 '''
 
-ACCEPTED: dict[str, Any] = {
-    "verdict": "accepted",
-    "reason": "all 5 trials within tolerance",
-    "speedup": 1.42,
-    "timing_mode": "wall",
-    "correctness": [
-        {
-            "shape": "small",
-            "trial": i,
-            "ok": True,
-            "seed": "ab12",
-            "max_abs_error": 0.0,
-            "max_rel_error": 0.0,
-            "shapes": [[4, 64]],
-            "dtypes": ["float32"],
-            "message": "",
-        }
-        for i in range(3)
-    ],
-    "timing": {
-        "timing_mode": "wall",
-        "method": "batched",
-        "shape": "small",
-        "reference": {
-            "median_s": 2.0e-4,
-            "spread": 0.05,
-            "count": 5,
-            "calls": 50,
-            "ci_low_s": 1.9e-4,
-            "ci_high_s": 2.1e-4,
-            "samples_s": [1.95e-4, 2.0e-4, 2.05e-4],
-        },
-        "submission": {
-            "median_s": 1.4e-4,
-            "spread": 0.04,
-            "count": 5,
-            "calls": 50,
-            "ci_low_s": 1.35e-4,
-            "ci_high_s": 1.45e-4,
-            "samples_s": [1.38e-4, 1.4e-4, 1.43e-4],
-        },
-        "speedup": 1.42,
-        "speedup_ci": [1.3, 1.55],
-        "significant": True,
-        "scored": True,
-        "calls_per_batch": 10,
-    },
-    "integrity": {"checks": ["dtype", "threads"], "violations": []},
-    "hardware": {"kind": "cpu", "name": "Test CPU"},
-    "logs": {"stdout": "built kernel\n", "stderr": ""},
-    "artifacts": {},
-    "harness_version": "1",
-    "duration_s": 3.5,
-    "phases": {},
-    "checked_calls": 55,
-    "operator_notes": "",
-}
 
-
-def report(**changes: Any) -> dict[str, Any]:
-    data = copy.deepcopy(ACCEPTED)
-    data.update(changes)
-    return data
+def report(name: str = recorded.ACCEPTED) -> dict[str, Any]:
+    """A report the real grader wrote (``tests/recorded.py``): accepted by default."""
+    return recorded.report(name)
 
 
 def tainted_report() -> dict[str, Any]:
-    """A report with an integrity finding: the penalty criterion applies."""
-    data = report()
-    data["integrity"] = {"checks": ["threads"], "violations": ["a thread outlived the call"]}
-    return data
+    """A real integrity violation (an input modified in place): the penalty applies."""
+    return recorded.report(recorded.INTEGRITY_VIOLATION)
 
 
 def publish_rubric_task(owner: Any, **fields: Any) -> Task:

@@ -8,7 +8,15 @@ from benchwright import roles
 from reviews import selectors
 from reviews import services as review_services
 from reviews.models import AuditEvent, PairOffer, PairwiseJudgement, ReviewOutcome
-from tests.reviews.conftest import graded, next_offer, publish_rubric_task, report, review_as
+from tests import recorded
+from tests.reviews.conftest import (
+    graded,
+    next_offer,
+    publish_rubric_task,
+    report,
+    review_as,
+    set_policy,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +38,8 @@ def judge(offer, reviewer, **changes: Any):
 def test_a_pair_is_two_accepted_submissions_to_the_same_version(task, make_reviewer):
     first = graded(task, model="m-1")
     second = graded(task, model="m-2")
-    graded(task, model="m-3", grading=report(verdict="wrong_answer"))
+    set_policy(task, 1, review_failures=True)  # the wrong answer is queued, never paired
+    graded(task, model="m-3", grading=report(recorded.WRONG_ANSWER))
     other_task = publish_rubric_task(task.owner, slug="other-task")
     graded(other_task, model="m-4")
 

@@ -12,7 +12,7 @@ from reviews import services as review_services
 from reviews.models import AssignmentStatus, AuditEvent, ReviewAssignment
 from submissions import services as submission_services
 from submissions.models import Submission, SubmissionStatus
-from tests import factories
+from tests import factories, recorded
 from tests.reviews.conftest import (
     full_review,
     graded,
@@ -217,11 +217,26 @@ def test_the_tasks_author_or_an_admin_sets_its_review_policy(task, task_author, 
         review_services.policy_set(task=task, actor=task_author, reviews_required=9)
 
 
-def test_failed_kernels_are_reviewed_but_unfinished_gradings_are_not(task):
-    wrong = graded(task, grading=report(verdict="wrong_answer"))
-    waiting = graded(task, grading=report(verdict="needs_hardware"), enter_queue=False)
+def test_only_accepted_submissions_are_reviewed_unless_the_task_asks_for_failures(task):
+    wrong = graded(task, grading=report(recorded.WRONG_ANSWER), enter_queue=False)
+    empty = graded(
+        task, grading=report(recorded.EMPTY), files={"solution.py": " \n"}, enter_queue=False
+    )
+    assert review_services.review_queue_enter(submission_id=wrong.pk) == []
 
-    assert open_slots(wrong) == 1
+    set_policy(task, 1, review_failures=True)
+    assert open_slots(graded(task, grading=report(recorded.WRONG_ANSWER))) == 1
+    # Nothing to read: never queued, nor picked up again by the sweep.
+    assert review_services.review_queue_enter(submission_id=empty.pk) == []
+    assert review_services.review_queue_sweep(graded_before=timedelta(0)) == [wrong.pk]
+    empty.refresh_from_db()
+    assert empty.status == SubmissionStatus.GRADED
+
+
+def test_unfinished_gradings_are_not_reviewed(task):
+    set_policy(task, 1, review_failures=True)
+    waiting = graded(task, grading=report(recorded.NEEDS_HARDWARE), enter_queue=False)
+
     assert review_services.review_queue_enter(submission_id=waiting.pk) == []
     waiting.refresh_from_db()
     assert waiting.status == SubmissionStatus.GRADED

@@ -6,7 +6,14 @@ import pytest
 from reviews import scoring
 from reviews import services as review_services
 from reviews.models import OutcomeDecision, ReviewScore
-from tests.reviews.conftest import full_review, graded, next_claim, review_as, tainted_report
+from tests.reviews.conftest import (
+    full_review,
+    graded,
+    next_claim,
+    review_as,
+    set_policy,
+    tainted_report,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -30,15 +37,19 @@ def test_human_levels_count_as_points_over_the_positive_total(task, make_reviewe
 
 
 def test_a_penalty_subtracts_from_the_points_achieved(task, make_reviewer):
+    set_policy(task, 1, review_failures=True)
     graded(task, grading=tainted_report())  # integrity finding: -3
 
-    review = review_as(make_reviewer("r1"), clarity=2, care=1)
+    review = review_as(make_reviewer("r1"), decision="reject", clarity=2, care=3)
 
-    assert review.score == pytest.approx(0.5)  # (5 - 3 + 2 + 1) / 10
+    # Not accepted: "correct" earns nothing; the penalty takes 3 of the 5 human points.
+    assert review.score == pytest.approx(0.2)  # (0 - 3 + 2 + 3) / 10
 
 
 def test_a_total_below_zero_is_clipped_to_zero(task, make_reviewer):
-    graded(task, grading=tainted_report() | {"verdict": "wrong_answer"})
+    set_policy(task, 1, review_failures=True)
+    set_policy(task, 1, review_failures=True)
+    graded(task, grading=tainted_report())
 
     review = review_as(make_reviewer("r1"), decision="reject", clarity=1, care=0)
 
@@ -46,16 +57,17 @@ def test_a_total_below_zero_is_clipped_to_zero(task, make_reviewer):
 
 
 def test_overturning_a_penalty_removes_it(task, make_reviewer):
+    set_policy(task, 1, review_failures=True)
     graded(task, grading=tainted_report())
 
     review = review_as(
         make_reviewer("r1"),
         clarity=2,
         care=3,
-        overturn={"integrity": "the extra thread is the BLAS pool, not the submission"},
+        overturn={"integrity": "it writes into a scratch copy, not the caller's input"},
     )
 
-    assert review.score == pytest.approx(1.0)
+    assert review.score == pytest.approx(0.5)  # (0 + 0 + 2 + 3) / 10
     row = ReviewScore.objects.get(review=review, criterion__key="integrity")
     assert row.overturned and row.points == 0.0 and row.automatic_points == -3.0
 

@@ -7,13 +7,14 @@ from django.urls import reverse
 
 from reviews import services as review_services
 from reviews.models import AuditEvent, LineComment, Review, ReviewAssignment
-from tests import factories
+from tests import factories, recorded
 from tests.reviews.conftest import (
     SOLUTION,
     full_review,
     graded,
     next_claim,
     outcome_of,
+    report,
     review_as,
     set_policy,
     tainted_report,
@@ -58,9 +59,11 @@ def test_the_review_screen_shows_everything_a_reviewer_needs(client, task, make_
     assert 'class="k">return</span>' in html  # Pygments-highlighted code
     assert "against the starter" in html and "against the reference" in html  # both diffs
     assert '<svg class="timing-chart"' in html and "Reference" in html  # the timing chart
-    assert "1.42\N{MULTIPLICATION SIGN}" in html and "wall" in html  # speedup, timing mode
-    assert "No findings" in html  # integrity
-    assert "built kernel" in html  # logs
+    shown = report()
+    assert f"{shown['speedup']:.2f}\N{MULTIPLICATION SIGN}" in html  # speedup
+    assert "cpu_time" in html and "significant" in html  # timing mode, significance
+    assert "No findings" in html and shown["integrity"]["checks"][0] in html  # integrity
+    assert "No output." in html  # the logs (the solution printed nothing)
     assert 'name="overturn-correct"' in html and "awarded <strong data-awarded>5</strong>" in html
     assert "Clear at a glance" in html  # level descriptors of a human criterion
     assert 'name="level-numerical-care"' in html
@@ -68,12 +71,13 @@ def test_the_review_screen_shows_everything_a_reviewer_needs(client, task, make_
 
 
 def test_integrity_findings_and_the_penalty_show_on_the_screen(client, task, make_reviewer):
+    set_policy(task, 1, review_failures=True)
     graded(task, grading=tainted_report())
     logged_in(client, make_reviewer("r1"))
 
     html = client.get(claim(client)).content.decode()
 
-    assert "a thread outlived the call" in html
+    assert tainted_report()["integrity"]["violations"][0] in html
     assert "awarded <strong data-awarded>\N{MINUS SIGN}3</strong>" in html
 
 
@@ -336,3 +340,37 @@ def test_a_submitted_review_can_be_revised_while_the_outcome_is_open(client, tas
     assert review.decision == "needs_fix"
     assert list(review.line_comments.values_list("body", flat=True)) == ["Reads x once."]
     assert AuditEvent.objects.filter(verb="review.edited", actor=reviewer).count() == 1
+
+
+@pytest.mark.parametrize("name", recorded.names())
+def test_every_recorded_report_renders_on_the_review_screen(client, task, make_reviewer, name):
+    """Reports as the real grader wrote them (every verdict it gave the catalog's
+    solutions and negatives): the item page renders each, with its verdict."""
+    set_policy(task, 1, review_failures=True)
+    files = recorded.files(name)
+    unfinished = recorded.report(name)["verdict"] == "needs_hardware"
+    if unfinished or not any(text.strip() for text in files.values()):
+        # Not a finished grading, or nothing to read: it never reaches a reviewer.
+        graded(task, grading=recorded.report(name), files=files, enter_queue=False)
+        return
+    graded(task, grading=recorded.report(name), files=files)
+    logged_in(client, make_reviewer("r1"))
+
+    response = client.get(claim(client))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f"data-verdict>{recorded.report(name)['verdict']}<" in html
+
+
+def test_the_pair_screen_renders_two_recorded_accepted_reports(client, task, make_reviewer):
+    graded(task, model="m-1", grading=recorded.report(recorded.ACCEPTED))
+    graded(task, model="m-2", grading=recorded.report(recorded.ACCEPTED_SLOWER))
+    logged_in(client, make_reviewer("r1"))
+
+    response = client.get(reverse("reviews-pairs"), follow=True)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count("data-verdict>accepted<") == 2
+    assert "within noise" in html and "significant" in html

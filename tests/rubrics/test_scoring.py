@@ -2,58 +2,55 @@ import pytest
 
 from rubrics.models import Criterion
 from rubrics.services import rubric_total, rule_holds
+from tests import recorded
 
-ACCEPTED_FAST = {
-    "verdict": "accepted",
-    "speedup": 2.5,
-    "timing_mode": "wall",
-    "timing": {"significant": True},
-    "integrity": {"violations": []},
-}
+# Reports the real grader wrote (tests/recorded.py).
+FAST = recorded.ACCEPTED  # accepted, cpu_time, significant speedup above 2x
+SAME = recorded.ACCEPTED_SLOWER  # accepted, speedup about 1x, within noise
+INTERPRETER = recorded.INTERPRETER  # accepted under Triton's interpreter: never scored
+SPEEDUP = {"type": "speedup", "at_least": 2.0}
+CLEAN = {"type": "integrity", "clean": True}
+PENALTY = {"type": "integrity", "clean": False}
+
+
+def test_the_recordings_are_what_these_rules_are_tested_on():
+    fast = recorded.report(FAST)
+    assert fast["verdict"] == "accepted" and fast["timing"]["significant"]
+    assert fast["speedup"] >= 2.0
+    assert not recorded.report(SAME)["timing"]["significant"]
+    assert recorded.report(INTERPRETER)["timing_mode"] == "interpreter"
 
 
 @pytest.mark.parametrize(
-    ("rule", "report", "on_target", "expected"),
+    ("rule", "name", "on_target", "expected"),
     [
-        ({"type": "verdict", "equals": "accepted"}, ACCEPTED_FAST, True, True),
-        ({"type": "verdict", "equals": "accepted"}, {"verdict": "wrong_answer"}, True, False),
-        ({"type": "speedup", "at_least": 2.0}, ACCEPTED_FAST, True, True),
-        ({"type": "speedup", "at_least": 3.0}, ACCEPTED_FAST, True, False),
+        ({"type": "verdict", "equals": "accepted"}, FAST, True, True),
+        ({"type": "verdict", "equals": "accepted"}, recorded.WRONG_ANSWER, True, False),
+        (SPEEDUP, FAST, True, True),
+        ({"type": "speedup", "at_least": 30.0}, FAST, True, False),
         # Off target hardware a speedup never counts.
-        ({"type": "speedup", "at_least": 2.0}, ACCEPTED_FAST, False, False),
+        (SPEEDUP, FAST, False, False),
         # Interpreter timings are never scored.
-        (
-            {"type": "speedup", "at_least": 2.0},
-            {**ACCEPTED_FAST, "timing_mode": "interpreter"},
-            True,
-            False,
-        ),
-        # Overlapping confidence intervals: no evidence of a speedup.
-        (
-            {"type": "speedup", "at_least": 2.0},
-            {**ACCEPTED_FAST, "timing": {"significant": False}},
-            True,
-            False,
-        ),
-        # A fast wrong answer earns nothing.
-        (
-            {"type": "speedup", "at_least": 2.0},
-            {**ACCEPTED_FAST, "verdict": "wrong_answer"},
-            True,
-            False,
-        ),
-        ({"type": "integrity", "clean": True}, ACCEPTED_FAST, True, True),
-        (
-            {"type": "integrity", "clean": False},
-            {"integrity": {"violations": ["patched clock"]}},
-            True,
-            True,
-        ),
-        ({"type": "no-such-rule"}, ACCEPTED_FAST, True, False),
+        ({"type": "speedup", "at_least": 0.0}, INTERPRETER, True, False),
+        # Within timing noise: no evidence of a speedup, whatever the figure.
+        ({"type": "speedup", "at_least": 0.5}, SAME, True, False),
+        # A failed grading earns nothing.
+        ({"type": "speedup", "at_least": 0.0}, recorded.WRONG_ANSWER, True, False),
+        (CLEAN, FAST, True, True),
+        # "No findings" means nothing for code that failed or never ran.
+        (CLEAN, recorded.WRONG_ANSWER, True, False),
+        (CLEAN, recorded.EMPTY, True, False),
+        (CLEAN, recorded.SYNTAX_ERROR, True, False),
+        (CLEAN, recorded.INTEGRITY_VIOLATION, True, False),
+        # A penalty applies to a finding whatever the verdict, and only to one.
+        (PENALTY, recorded.INTEGRITY_VIOLATION, True, True),
+        (PENALTY, FAST, True, False),
+        (PENALTY, recorded.EMPTY, True, False),
+        ({"type": "no-such-rule"}, FAST, True, False),
     ],
 )
-def test_rules(rule, report, on_target, expected):
-    met, detail = rule_holds(rule, report=report, on_target=on_target)
+def test_rules(rule, name, on_target, expected):
+    met, detail = rule_holds(rule, report=recorded.report(name), on_target=on_target)
     assert met is expected
     assert detail
 
