@@ -19,6 +19,8 @@ urlpatterns = [
     path("dashboard/", views.dashboard, name="dashboard"),
     path("preview/markdown/", edit.markdown_preview, name="markdown-preview"),
     path("tasks/", views.task_list, name="task-list"),
+    path("submissions/", views.submission_list, name="submission-list"),
+    path("submissions/<int:pk>/", views.submission_detail, name="submission-detail"),
     # Outside tasks/<slug>/: any word there could be a task's slug.
     path("new-task/", edit.task_create, name="task-create"),
     path("import-bundle/", edit.task_import, name="task-import"),

@@ -11,12 +11,13 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from benchwright import roles
+from reviews.rendering import timing_chart
 from rubrics.models import Rubric
 from tasks import services as task_services
 from tasks.models import Task, TaskStatus, TaskVersion
 from tasks.selectors import can_edit_task, can_see_hidden_files, files_for_user, tasks_for_user
 
-from . import selectors
+from . import selectors, submission_pages
 from .access import acting_user
 from .diffs import diff_files
 from .forms import DiffForm, TaskFilterForm, filter_choices
@@ -139,3 +140,57 @@ def _rubric_of(source: Task | TaskVersion) -> Rubric | None:
         return source.rubric
     except Rubric.DoesNotExist:
         return None
+
+
+SUBMISSIONS_PER_PAGE = 50
+
+
+@login_required
+@require_GET
+def submission_list(request: HttpRequest) -> HttpResponse:
+    """The submissions the user may see, newest first; while any is still being graded
+    the table asks again every few seconds (htmx), so states update without a reload."""
+    visible = submission_pages.visible_submissions(request.user)
+    task = request.GET.get("task", "")
+    verdict = request.GET.get("verdict", "")
+    shown = visible
+    if task:
+        shown = shown.filter(task_version__task__slug=task)
+    if verdict:
+        shown = shown.filter(verdict=verdict)
+    shown = submission_pages.with_timing(shown).order_by("-created_at", "-pk")
+    page = Paginator(shown, SUBMISSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    rows = [{"submission": s, "blind": submission_pages.is_blind(request.user, s)} for s in page]
+    context = {
+        "section": "submissions",
+        "page": page,
+        "rows": rows,
+        "task": task,
+        "verdict": verdict,
+        "query": request.GET.urlencode(),
+        "grading": any(row["submission"].status in submission_pages.GRADING for row in rows),
+        "tasks": sorted(set(visible.values_list("task_version__task__slug", flat=True))),
+        "verdicts": sorted(set(visible.exclude(verdict="").values_list("verdict", flat=True))),
+    }
+    fragment = wants_fragment(request)
+    template = "frontend/submissions/_table.html" if fragment else "frontend/submissions/list.html"
+    response = render(request, template, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+@login_required
+@require_GET
+def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One submission: verdict, correctness per shape, timing, integrity, logs, and the
+    review's decision and feedback once there is one. Not visible: a 404."""
+    submission = get_object_or_404(submission_pages.visible_submissions(request.user), pk=pk)
+    context = {"section": "submissions", **submission_pages.page_context(request.user, submission)}
+    context["timing_chart"] = timing_chart(context["timing"])
+    fragment = wants_fragment(request)
+    template = (
+        "frontend/submissions/_detail.html" if fragment else "frontend/submissions/detail.html"
+    )
+    response = render(request, template, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response

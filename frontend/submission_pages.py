@@ -1,0 +1,121 @@
+"""Submissions in the browser: who may see which, and what a page shows of one.
+
+A submission is visible to its submitter, to the authors of its task, to admins,
+and to a reviewer who holds or held a review slot on it. Reviewers see it blind,
+as in the review queue: no model, run, labels or submitter. Everyone sees the
+public report (``submissions.selectors.public_report``), never the grader's notes.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+
+from benchwright import roles
+from submissions import selectors as submission_selectors
+from submissions.models import GradingRun, Submission, SubmissionStatus
+
+# Statuses after which nothing about the submission changes without a person acting.
+SETTLED = frozenset(
+    {SubmissionStatus.GRADED, SubmissionStatus.FAILED, SubmissionStatus.REVIEWED,
+     SubmissionStatus.CANCELLED}
+)  # fmt: skip
+GRADING = frozenset({SubmissionStatus.QUEUED, SubmissionStatus.RUNNING})
+
+
+def visible_submissions(user: User | AnonymousUser) -> QuerySet[Submission]:
+    submissions = Submission.objects.select_related("task_version__task", "submitter")
+    if not user.is_authenticated:
+        return submissions.none()
+    if roles.is_admin(user):
+        return submissions.all()
+    visible = Q(submitter_id=user.pk)
+    if roles.has_role(user, roles.AUTHOR):
+        visible |= Q(task_version__task__owner_id=user.pk)
+    if roles.has_role(user, roles.REVIEWER):
+        visible |= Q(review_assignments__reviewer_id=user.pk)
+    ids = Submission.objects.filter(visible).values("pk")
+    return submissions.filter(pk__in=ids)
+
+
+def with_timing(submissions: QuerySet[Submission]) -> QuerySet[Submission]:
+    """Annotate the latest grading's speedup, timing mode and whether the speedup is a
+    score (it is not under Triton's interpreter, or for calls too short to time)."""
+    latest = GradingRun.objects.filter(submission=OuterRef("pk")).order_by("-attempt")
+    return submission_selectors.with_latest_grading(submissions).annotate(
+        timing_mode=Subquery(latest.values("timing_mode")[:1]),
+        speedup_scored=Subquery(latest.values("report__timing__scored")[:1]),
+    )
+
+
+def is_blind(user: User | AnonymousUser, submission: Submission) -> bool:
+    """Whether the user sees the submission as a reviewer does: without who sent it."""
+    if roles.is_admin(user) or submission.submitter_id == user.pk:
+        return False
+    return submission.task_version.task.owner_id != user.pk
+
+
+@dataclass
+class ShapeRow:
+    """The correctness trials of one shape set, summed up."""
+
+    shape: str
+    trials: int
+    passed: int
+    max_abs_error: float | None
+    max_rel_error: float | None
+    input_shapes: list[list[int]]
+    dtypes: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.passed == self.trials
+
+
+def _largest(values: list[Any]) -> float | None:
+    numbers = [float(v) for v in values if isinstance(v, int | float)]
+    return max(numbers) if numbers else None
+
+
+def shape_rows(report: dict[str, Any] | None) -> list[ShapeRow]:
+    groups: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+    for trial in (report or {}).get("correctness") or []:
+        groups.setdefault(str(trial.get("shape", "")), []).append(trial)
+    return [
+        ShapeRow(
+            shape=shape,
+            trials=len(trials),
+            passed=sum(1 for t in trials if t.get("ok")),
+            max_abs_error=_largest([t.get("max_abs_error") for t in trials]),
+            max_rel_error=_largest([t.get("max_rel_error") for t in trials]),
+            input_shapes=list(trials[0].get("shapes") or []),
+            dtypes=list(trials[0].get("dtypes") or []),
+        )
+        for shape, trials in groups.items()
+    ]
+
+
+def page_context(user: User | AnonymousUser, submission: Submission) -> dict[str, Any]:
+    """What the submission page shows."""
+    run = submission_selectors.latest_grading_run(submission)
+    report = submission_selectors.public_report(run.report) if run is not None else None
+    timing = (report or {}).get("timing") or None
+    return {
+        "submission": submission,
+        "task": submission.task_version.task,
+        "blind": is_blind(user, submission),
+        "files": list(submission.files.order_by("path").values_list("path", "content")),
+        "run": run,
+        "report": report,
+        "timing": timing,
+        "speedup_scored": bool(timing and timing.get("scored")),
+        "shapes": shape_rows(report),
+        "scores": submission_selectors.rubric_scores(submission, run),
+        "outcome": submission_selectors.submission_review_outcome(submission),
+        "grading": submission.status in GRADING,
+        "settled": submission.status in SETTLED,
+    }
