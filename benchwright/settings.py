@@ -149,7 +149,11 @@ STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"
 NODE_MODULES = BASE_DIR / "frontend" / "node_modules"
 # npm-installed assets are served straight from node_modules (installed by
 # `make run` / `make test`, never committed).
-STATICFILES_DIRS = [("vendor/htmx", NODE_MODULES / "htmx.org" / "dist")]
+STATICFILES_DIRS = [
+    ("vendor/htmx", NODE_MODULES / "htmx.org" / "dist"),
+    # KaTeX's stylesheet and fonts, for the formulas frontend/src/math.js typesets.
+    ("vendor/katex", NODE_MODULES / "katex" / "dist"),
+]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

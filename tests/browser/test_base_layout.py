@@ -11,9 +11,13 @@ from playwright.sync_api import Page, expect
 from benchwright import roles
 from tests import factories
 
-STATEMENT = """# Row softmax
+STATEMENT = r"""# Row softmax
 
-Compute `softmax(x)` along the last dimension of a 2-D tensor.
+Compute `softmax(x)` along the last dimension of a 2-D tensor, for every row $x_i$:
+
+$$
+y_{i,j} = \frac{e^{x_{i,j} - m_i}}{\sum_k e^{x_{i,k} - m_i}}, \quad m_i = \max_k x_{i,k}
+$$
 
 | shape | dtype |
 |:------|:------|
@@ -85,6 +89,10 @@ def test_log_in_browse_the_task_list_and_read_a_task(
     expect(statement.get_by_role("heading", name="Row softmax")).to_be_visible()
     expect(statement.locator("table td").first).to_have_text("4096 x 1000")
     expect(statement.locator("pre code.language-python")).to_contain_text("class ModelNew")
+    # TeX, kept from Markdown on the server, typeset by KaTeX in the browser.
+    expect(statement.locator(".arithmatex .katex")).to_have_count(2)
+    expect(statement.locator("div.arithmatex .katex-display")).to_have_count(1)
+    assert "x_{i,j}" in (statement.locator("div.arithmatex annotation").text_content() or "")
     page.screenshot(path=screenshots / "task-page.png", full_page=True)
 
     page.set_viewport_size({"width": 800, "height": 900})
