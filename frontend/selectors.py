@@ -8,7 +8,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import tomli_w
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 
@@ -23,6 +22,7 @@ from tasks.models import (
     ValidationResult,
     ValidationRun,
     ValidationStatus,
+    Visibility,
 )
 from tasks.selectors import can_see_hidden_files, files_for_user
 
@@ -156,7 +156,7 @@ def draft_files(task: Task) -> dict[str, str]:
 
 
 def draft_manifest_text(task: Task) -> str:
-    return tomli_w.dumps(task_services.draft_manifest(task))
+    return task_services.draft_manifest_text(task)
 
 
 # -- versions ------------------------------------------------------------------------------
@@ -187,10 +187,22 @@ def source_files(
         return None
     files = {f.path: f.content for f in files_for_user(user, task, version)}
     if hidden:
-        files["task.toml"] = version.manifest or tomli_w.dumps(
-            task_services.version_manifest(version)
-        )
+        files["task.toml"] = task_services.version_manifest_text(version)
     return f"v{version.number}", files
+
+
+def hidden_changes(task: Task, old: str, new: str) -> bool:
+    """Whether two versions differ in what the viewer cannot see (hidden files, the
+    grading settings in task.toml): said as a fact, never shown."""
+    first, second = _version(task, old), _version(task, new)
+    if first is None or second is None or first.content_hash == second.content_hash:
+        return False
+
+    def hidden(version: TaskVersion) -> tuple[dict[str, str], str]:
+        files = version.files.filter(visibility=Visibility.HIDDEN)
+        return {f.path: f.content for f in files}, task_services.version_manifest_text(version)
+
+    return hidden(first) != hidden(second)
 
 
 def _version(task: Task, number: str) -> TaskVersion | None:

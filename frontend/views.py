@@ -106,6 +106,12 @@ def task_history(request: HttpRequest, slug: str) -> HttpResponse:
         if old is not None and new is not None:
             labels = (old[0], new[0])
             diffs = diff_files(old[1], new[1])
+    insider = can_see_hidden_files(request.user, task)
+    hidden_changed = (
+        labels is not None
+        and not insider
+        and selectors.hidden_changes(task, form.cleaned_data["old"], form.cleaned_data["new"])
+    )
     context = {
         "task": task,
         "section": "tasks",
@@ -116,7 +122,8 @@ def task_history(request: HttpRequest, slug: str) -> HttpResponse:
         "diffs": diffs,
         "labels": labels,
         "mode": form.cleaned_data.get("mode", "unified") if diffs is not None else "unified",
-        "insider": can_see_hidden_files(request.user, task),
+        "insider": insider,
+        "hidden_changed": hidden_changed,
     }
     if wants_fragment(request) and request.headers.get("HX-Target") == "diff":
         return render(request, "frontend/history/_diff.html", context)

@@ -135,7 +135,9 @@ class TaskVersion(models.Model):
     tags = models.JSONField(default=list, blank=True)
     hardware = models.CharField(max_length=20, choices=Hardware.choices)
     grading = models.JSONField(default=dict, blank=True)
-    manifest = models.TextField(blank=True, help_text="task.toml exactly as imported, if any.")
+    manifest = models.TextField(
+        blank=True, help_text="task.toml as imported, or as edited since (layout kept)."
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

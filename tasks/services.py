@@ -40,6 +40,7 @@ from .bundle import (
     parse_bundle,
     path_problem,
 )
+from .manifest_text import edited as edited_manifest
 from .models import (
     TASK_TRANSITIONS,
     FileRole,
@@ -134,6 +135,8 @@ def version_freeze(
     existing = task.versions.filter(content_hash=digest).first()
     if existing is not None:
         return existing, False
+    # A draft edited in the UI keeps the text of the version it came from, edited.
+    manifest_text = manifest_text or draft_manifest_text(task)
     last = task.versions.order_by("-number").values_list("number", flat=True).first() or 0
     version = TaskVersion.objects.create(
         task=task,
@@ -432,10 +435,10 @@ def bundle_render(
     """
     if version is not None:
         files = list(version.files.all())
-        text = version.manifest or tomli_w.dumps(version_manifest(version))
+        text = version_manifest_text(version)
     elif task is not None:
         files = list(task.files.all())
-        text = _imported_manifest(task) or tomli_w.dumps(draft_manifest(task))
+        text = draft_manifest_text(task)
     else:
         raise TypeError("bundle_render needs a task or a version")
     rendered = {MANIFEST: text.encode()}
@@ -450,6 +453,23 @@ def _imported_manifest(task: Task) -> str:
     digest = task_draft_hash(task)
     same = task.versions.filter(content_hash=digest).exclude(manifest="").first()
     return same.manifest if same is not None else ""
+
+
+def draft_manifest_text(task: Task) -> str:
+    """The draft's task.toml. Unchanged since a version: that version's text. Edited
+    since: the newest version's text with only what changed written in (comments,
+    order and layout kept; see ``tasks.manifest_text``). Never had a text: generated."""
+    if same := _imported_manifest(task):
+        return same
+    data = draft_manifest(task)
+    newest = task.versions.exclude(manifest="").order_by("-number").first()
+    if newest is not None:
+        return edited_manifest(newest.manifest, data)
+    return tomli_w.dumps(data)
+
+
+def version_manifest_text(version: TaskVersion) -> str:
+    return version.manifest or tomli_w.dumps(version_manifest(version))
 
 
 def bundle_export(
@@ -1283,7 +1303,7 @@ def task_review_decide(
         decision=decision,
         comment=comment.strip(),
         content_hash=task_draft_hash(task),
-        manifest=tomli_w.dumps(draft_manifest(task)),
+        manifest=draft_manifest_text(task),
         files=files,
     )
     if decision == ReviewDecision.APPROVED:

@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import tomli_w
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -318,7 +319,8 @@ def test_a_browser_draft_exports_to_toml_with_the_same_content_hash():
 def test_a_version_frozen_without_manifest_exports_generated_toml(tmp_path):
     task = factories.make_published_task(grading=_full_grading())
     version = current(task)
-    assert version.manifest == ""
+    # Never imported: the text was generated when the version was frozen, and kept.
+    assert version.manifest == tomli_w.dumps(services.version_manifest(version))
     run("export_task", task.slug, str(tmp_path / "out"), "--version", "1")
     bundle = load_bundle(tmp_path / "out")
     assert services.content_hash(bundle.hash_manifest(), bundle.file_data()) == (
@@ -338,7 +340,8 @@ def test_export_of_a_draft_exports_its_current_content(bundle_dir, tmp_path):
     assert out.startswith(f"{SLUG}: wrote draft to")
     exported = read_tree(tmp_path / "draft")
     assert exported["solution.py"] == b"# wip\n"
-    assert exported["task.toml"] != valid_files()["task.toml"]  # generated: no raw text for it
+    # Only a file's content changed: task.toml is the imported text, comments and all.
+    assert exported["task.toml"] == valid_files()["task.toml"]
     assert err == ""
     assert load_bundle(tmp_path / "draft").files != load_bundle(bundle_dir).files
 
