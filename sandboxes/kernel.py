@@ -750,9 +750,25 @@ class _Grading:
     def require_correct(self, pair: Pair, context: str) -> None:
         for index, comparison in enumerate(self.check_pair(pair)):
             if not comparison.ok:
-                raise Stop(
-                    Verdict.WRONG_ANSWER, f"{context}, call {index + 1}: {comparison.message}"
+                where = f"{context}, call {index + 1}"
+                # The failing call goes into the correctness table with its errors, as
+                # a trial would: the table must not read "all passed, error 0".
+                shape = self.timing_shape()
+                done = sum(1 for t in self.report.correctness if t.shape == shape.name)
+                self.report.correctness.append(
+                    TrialResult(
+                        shape=shape.name,
+                        trial=done + 1,
+                        ok=False,
+                        seed=f"{pair.seeds[index]:x}",
+                        max_abs_error=comparison.max_abs_error,
+                        max_rel_error=comparison.max_rel_error,
+                        shapes=comparison.shapes,
+                        dtypes=comparison.dtypes,
+                        message=f"{where}: {comparison.message}",
+                    )
                 )
+                raise Stop(Verdict.WRONG_ANSWER, f"{where}: {comparison.message}")
 
     def _apply_reference_checks(
         self, pair: Pair, calls: list[Call], comparisons: list[Comparison]
