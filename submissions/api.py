@@ -178,14 +178,16 @@ class SubmissionDetailView(APIView):
     @extend_schema(responses=SubmissionDetailSerializer)
     def get(self, request: Request, pk: int) -> Response:
         """Status, verdict, the public grading report, rubric scores and the review."""
-        submission = visible_submission(request, pk)
+        submission = (
+            selectors.with_latest_grading(visible_submissions(request))
+            .select_related("task_version__rubric")
+            .filter(pk=pk)
+            .first()
+        )
+        if submission is None:
+            raise Http404
         run = selectors.latest_grading_run(submission)
         context: dict[str, Any] = {"run": run}
-        if run is not None:
-            submission.speedup = run.speedup  # type: ignore[attr-defined]
-            submission.points = sum(  # type: ignore[attr-defined]
-                s.points for s in run.criterion_scores.all()
-            )
         return Response(SubmissionDetailSerializer(submission, context=context).data)
 
 

@@ -14,7 +14,13 @@ from accounts.fields import StrictCharField, StrictSlugField
 from sandboxes.report import Verdict
 
 from .models import Submission, SubmissionStatus
-from .selectors import public_report, rubric_scores, submission_review_outcome
+from .selectors import (
+    public_report,
+    rubric_scores,
+    run_speedup_view,
+    speedup_view,
+    submission_review_outcome,
+)
 
 LABEL_KEY = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 MAX_LABELS = 20
@@ -150,6 +156,12 @@ class SubmissionFilterSerializer(serializers.Serializer[Any]):
         return data
 
 
+def _speedup_view(obj: Submission) -> dict[str, Any]:
+    """The speedup fields of a submission annotated by ``with_latest_grading`` (a fresh
+    one, just created, has none)."""
+    return speedup_view(getattr(obj, "speedup", None), getattr(obj, "latest_timing", None))
+
+
 class SubmissionSerializer(serializers.Serializer[Submission]):
     id = serializers.IntegerField()
     task = serializers.CharField(source="task_version.task.slug")
@@ -160,19 +172,77 @@ class SubmissionSerializer(serializers.Serializer[Submission]):
     status = serializers.ChoiceField(choices=SubmissionStatus.choices)
     verdict = serializers.CharField(help_text="Of the latest grading; empty until graded.")
     attempts = serializers.IntegerField()
+    timing_mode = serializers.SerializerMethodField()
     speedup = serializers.SerializerMethodField()
+    speedup_scored = serializers.SerializerMethodField()
+    score_speedup = serializers.SerializerMethodField()
+    speedup_significant = serializers.SerializerMethodField()
+    speedup_unscored_reason = serializers.SerializerMethodField()
+    automatic_points = serializers.SerializerMethodField()
     points = serializers.SerializerMethodField()
+    points_available = serializers.SerializerMethodField()
+    review_decision = serializers.SerializerMethodField()
+    review_score = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     status_changed_at = serializers.DateTimeField(allow_null=True)
 
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_timing_mode(self, obj: Submission) -> str | None:
+        """How the latest grading timed it: cpu_time, wall, cuda_events or interpreter."""
+        return _speedup_view(obj)["timing_mode"]
+
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_speedup(self, obj: Submission) -> float | None:
-        return getattr(obj, "speedup", None)
+        """The figure the latest grading measured, scored or not: read speedup_scored
+        before taking it for a score (use score_speedup)."""
+        return _speedup_view(obj)["speedup"]
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_speedup_scored(self, obj: Submission) -> bool:
+        """Whether the speedup is a performance measurement that scoring uses: accepted,
+        timed on the task's target hardware, not under Triton's interpreter."""
+        return bool(_speedup_view(obj)["speedup_scored"])
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_score_speedup(self, obj: Submission) -> float | None:
+        """The speedup when it is scored; null otherwise."""
+        return _speedup_view(obj)["score_speedup"]
+
+    @extend_schema_field(serializers.BooleanField(allow_null=True))
+    def get_speedup_significant(self, obj: Submission) -> bool | None:
+        """Whether a scored speedup's interval clears the 5 % margin; null when unscored."""
+        return _speedup_view(obj)["speedup_significant"]
+
+    @extend_schema_field(serializers.CharField())
+    def get_speedup_unscored_reason(self, obj: Submission) -> str:
+        """Why a measured speedup is not scored; empty when it is, or when none was measured."""
+        return str(_speedup_view(obj)["speedup_unscored_reason"])
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_automatic_points(self, obj: Submission) -> float | None:
+        """Automatic rubric points of the latest grading, as the grader scored them."""
+        return getattr(obj, "automatic_points", None)
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_points(self, obj: Submission) -> float | None:
-        """Automatic rubric points of the latest grading."""
+        """Rubric points so far: the automatic ones (a reviewer's overturn replacing the
+        grader's) plus the reviewers' points on human criteria once a review is final."""
         return getattr(obj, "points", None)
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_points_available(self, obj: Submission) -> int | None:
+        """The rubric's positive points, human criteria included."""
+        return getattr(obj, "points_available", None)
+
+    @extend_schema_field(serializers.CharField())
+    def get_review_decision(self, obj: Submission) -> str:
+        """The final review outcome: accepted, rejected or needs_fix; empty before."""
+        return str(getattr(obj, "review_decision", "") or "")
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_review_score(self, obj: Submission) -> float | None:
+        """The final review outcome's score in [0, 1] (the mean of its reviews)."""
+        return getattr(obj, "review_score", None)
 
 
 class SubmissionFileOutSerializer(serializers.Serializer[Any]):
@@ -186,7 +256,10 @@ class SubmissionGradingSerializer(serializers.Serializer[Any]):
     hardware = serializers.CharField()
     target_hardware = serializers.BooleanField(help_text="Ran on the task's target hardware.")
     timing_mode = serializers.CharField()
-    speedup = serializers.FloatField(allow_null=True)
+    speedup = serializers.FloatField(
+        allow_null=True, help_text="The measured figure; a score only when speedup_scored."
+    )
+    speedup_scored = serializers.BooleanField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     report = serializers.JSONField(help_text="The public grading report (no hidden data).")
@@ -232,6 +305,7 @@ class SubmissionDetailSerializer(SubmissionSerializer):
                 "target_hardware": run.target_hardware,
                 "timing_mode": run.timing_mode,
                 "speedup": run.speedup,
+                "speedup_scored": run_speedup_view(run)["speedup_scored"],
                 "started_at": run.started_at,
                 "finished_at": run.finished_at,
                 "report": public_report(run.report if isinstance(run.report, dict) else {}),

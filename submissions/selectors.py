@@ -9,10 +9,24 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import JSONObject
 
 from accounts import scopes as scope_names
 from benchwright import roles as role_names
+from reviews.models import OutcomeStatus
 from rubrics.models import Criterion, CriterionScore
 from rubrics.services import rubric_total
 
@@ -76,18 +90,135 @@ def submissions_filtered(
 
 
 def with_latest_grading(submissions: QuerySet[Submission]) -> QuerySet[Submission]:
-    """Annotate ``speedup`` and automatic ``points`` of each one's latest grading run."""
+    """Annotate what a list shows of each one's latest grading run and its review.
+
+    ``speedup`` is the measured figure and ``latest_timing`` what decides whether it
+    is a score (see ``speedup_view``). ``automatic_points`` are the latest run's
+    automatic criteria as the grader scored them; ``points`` are the rubric's points
+    so far: those, with a reviewer's overturn in place of the grader's, plus the
+    reviewers' consensus on human criteria (equal until a review is final).
+    ``review_decision`` and ``review_score`` come from the final review outcome
+    ("" and None before it)."""
     latest = GradingRun.objects.filter(submission=OuterRef("pk")).order_by("-attempt")
-    points = (
+    automatic = (
         CriterionScore.objects.filter(grading_run_id=OuterRef("latest_run_id"))
         .values("grading_run_id")
         .annotate(total=Sum("points"))
         .values("total")[:1]
     )
+    final = Q(review_outcome__status=OutcomeStatus.FINAL)
     return (
         submissions.select_related("task_version__task")
         .annotate(latest_run_id=Subquery(latest.values("id")[:1]))
-        .annotate(speedup=Subquery(latest.values("speedup")[:1]), points=Subquery(points))
+        .annotate(
+            speedup=Subquery(latest.values("speedup")[:1]),
+            latest_timing=Subquery(latest.values(timing=_TIMING_SUMMARY)[:1]),
+            automatic_points=Subquery(automatic),
+            points=Subquery(_current_points()),
+            points_available=Subquery(_points_available()),
+            review_decision=Case(
+                When(final, then=F("review_outcome__decision")), default=Value("")
+            ),
+            review_score=Case(When(final, then=F("review_outcome__score")), default=None),
+        )
+    )
+
+
+# What decides whether a run's speedup is a score, as one JSON value per run.
+_TIMING_SUMMARY = JSONObject(
+    verdict=F("verdict"),
+    timing_mode=F("timing_mode"),
+    on_target=F("target_hardware"),
+    scored=F("report__timing__scored"),
+    significant=F("report__timing__significant"),
+    unscored_reason=F("report__timing__unscored_reason"),
+)
+
+
+def _current_points() -> QuerySet[Any, Any]:
+    """The sum rubric_scores shows as ``awarded``, per submission: human-source rows
+    (grading_run null: consensus on human criteria and overturns of automatic ones)
+    and the latest run's automatic rows that no human row replaces."""
+    replaced = CriterionScore.objects.filter(
+        submission_id=OuterRef("submission_id"),
+        criterion_id=OuterRef("criterion_id"),
+        grading_run__isnull=True,
+    )
+    current = Q(grading_run__isnull=True) | (
+        Q(grading_run_id=OuterRef("latest_run_id")) & ~Exists(replaced)
+    )
+    return (
+        CriterionScore.objects.filter(submission_id=OuterRef("pk"))
+        .filter(current)
+        .values("submission_id")
+        .annotate(total=Sum("points"))
+        .values("total")[:1]
+    )
+
+
+def _points_available() -> QuerySet[Any, Any]:
+    return (
+        Criterion.objects.filter(rubric__version_id=OuterRef("task_version_id"), points__gt=0)
+        .values("rubric_id")
+        .annotate(total=Sum("points"))
+        .values("total")[:1]
+    )
+
+
+def speedup_view(speedup: float | None, timing: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a client may read of a run's speedup, so that a figure that is no
+    performance measurement never passes for a score.
+
+    ``timing`` holds the run's ``verdict``, ``timing_mode``, ``on_target`` (graded
+    on the task's hardware) and the report's timing ``scored``, ``significant`` and
+    ``unscored_reason``. The speedup is a score only where the rubric's speedup
+    criteria would use it: an accepted submission, timed on the task's target
+    hardware, with a timing the grader marked scored (never Triton's interpreter on
+    a CPU host, nor calls too short to time). ``speedup`` stays the raw figure."""
+    timing = timing or {}
+    mode = timing.get("timing_mode") or None
+    reason = ""
+    if speedup is None:
+        scored = False
+    elif not timing.get("scored"):  # SQLite's JSON gives 1 and 0 for true and false
+        scored = False
+        reason = str(timing.get("unscored_reason") or f"{mode or 'this'} timing is not scored")
+    elif not timing.get("on_target"):
+        scored = False
+        reason = "not graded on the task's target hardware"
+    elif timing.get("verdict") != "accepted":
+        scored = False
+        reason = f"verdict {timing.get('verdict')}: a speedup counts only when accepted"
+    else:
+        scored = True
+    significant = timing.get("significant")
+    return {
+        "timing_mode": mode,
+        "speedup": speedup,
+        "speedup_scored": scored,
+        "score_speedup": speedup if scored else None,
+        "speedup_significant": bool(significant) if scored else None,
+        "speedup_unscored_reason": reason,
+    }
+
+
+def run_speedup_view(run: GradingRun | None) -> dict[str, Any]:
+    """``speedup_view`` of one grading run (None: not graded yet)."""
+    if run is None:
+        return speedup_view(None, None)
+    report = run.report if isinstance(run.report, Mapping) else {}
+    timing = report.get("timing") if isinstance(report.get("timing"), Mapping) else {}
+    assert isinstance(timing, Mapping)
+    return speedup_view(
+        run.speedup,
+        {
+            "verdict": run.verdict,
+            "timing_mode": run.timing_mode,
+            "on_target": run.target_hardware,
+            "scored": timing.get("scored"),
+            "significant": timing.get("significant"),
+            "unscored_reason": timing.get("unscored_reason"),
+        },
     )
 
 
@@ -245,7 +376,12 @@ def submission_event_data(submission: Submission) -> dict[str, Any]:
         "labels": submission.labels,
         "status": submission.status,
         "verdict": submission.verdict,
-        "speedup": run.speedup if run is not None else None,
+        **_event_speedup(run),
         "score": scores["score"] if scores else None,
         "review": submission_review_outcome(submission),
     }
+
+
+def _event_speedup(run: GradingRun | None) -> dict[str, Any]:
+    view = run_speedup_view(run)
+    return {key: view[key] for key in ("timing_mode", "speedup", "speedup_scored", "score_speedup")}

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -18,46 +20,22 @@ from accounts.models import ApiToken
 from benchwright import roles
 from submissions import services as submission_services
 from tasks import services as task_services
+from tasks.bundle import load_bundle
 from tasks.models import FileRole, Task, TaskFile, Visibility
-from tests import factories
+from tests import factories, recorded
 
 # The Celery worker of the end-to-end webhook tests (tests/conftest.py) inherits this
 # environment: retries after 0.3 s and 0.6 s instead of minutes. Set at import, before
 # any fixture starts the worker.
 os.environ.setdefault("BENCHWRIGHT_WEBHOOK_RETRY_DELAYS", "0.3,0.6")
 
-# Planted in hidden files, hidden report fields and reference output; no API body may hold it.
+# Planted in the task's hidden files and grading settings; no API body may hold it.
 SECRET = "SECRET-7f3a91-hidden"
 
-GRADED_REPORT: dict[str, Any] = {
-    "verdict": "wrong_answer",
-    "reason": "2 of 5 trials out of tolerance",
-    "speedup": None,
-    "timing_mode": None,
-    "correctness": [
-        {
-            "shape": "small",
-            "trial": 0,
-            "ok": False,
-            "seed": "ab12",
-            "max_abs_error": 0.5,
-            "max_rel_error": 0.25,
-            "shapes": [[4, 64]],
-            "dtypes": ["float32"],
-            "message": f"expected {SECRET} at index 3",
-        }
-    ],
-    "timing": None,
-    "integrity": {"checks": ["dtype"], "violations": []},
-    "hardware": {"kind": "cpu", "name": "Test CPU"},
-    "logs": {"stdout": "x" * 10_000 + "END", "stderr": "", "reference": SECRET},
-    "artifacts": {"trace": SECRET},
-    "harness_version": "1",
-    "duration_s": 4.0,
-    "phases": {"import": 0.1},
-    "checked_calls": 10,
-    "operator_notes": f"reference printed {SECRET}",
-}
+# The graded submission's report: a real wrong answer on row-softmax, with the trial
+# seeds and messages, and the stderr, that the grader really writes (tests/recorded.py).
+GRADED = "row-softmax-no-max-subtraction"
+CATALOG = Path(__file__).resolve().parents[2] / "reference_solutions"
 
 
 @pytest.fixture(autouse=True)
@@ -166,20 +144,38 @@ def owner_token(owner):
 
 @pytest.fixture
 def graded_submission(task, owner):
-    """The owner's submission, graded with a report full of hidden data."""
+    """The owner's submission, graded with a real report: a wrong answer whose trial
+    seeds and messages a submitter must not see."""
     assert task.current_version is not None
+    return graded_with(task, owner, GRADED, model_name="model-a", run_id="run-1")
+
+
+def graded_with(task: Task, submitter: Any, name: str, **fields: Any) -> Any:
+    """A submission of the recorded grading ``name``'s files, graded with its report
+    through the trusted store, as a worker's report would be stored."""
+    assert task.current_version is not None
+    fields.setdefault("labels", {"temperature": "0.2"})
     submission = submission_services.submission_create(
-        version=task.current_version,
-        submitter=owner,
-        files={"solution.py": "class ModelNew: ...\n"},
-        model_name="model-a",
-        run_id="run-1",
-        labels={"temperature": "0.2"},
+        version=task.current_version, submitter=submitter, files=recorded.files(name), **fields
     )
     assert submission_services.submission_claim(submission_id=submission.pk)
-    submission_services.grading_store(submission_id=submission.pk, attempt=1, report=GRADED_REPORT)
+    run = submission_services.grading_store(
+        submission_id=submission.pk, attempt=1, report=recorded.report(name)
+    )
+    assert run is not None
     submission.refresh_from_db()
     return submission
+
+
+def publish_catalog_task(slug: str) -> Task:
+    """A task of the built-in catalog, imported and published as ``manage.py
+    import_tasks`` does: its real grading settings and rubric, so the recorded
+    reports of its submissions are scored as in production."""
+    admin = get_user_model().objects.filter(username="catalog-admin").first()
+    if admin is None:
+        admin = factories.make_user(roles.ADMIN, username="catalog-admin")
+    result = task_services.bundle_import(bundle=load_bundle(CATALOG / slug), user=admin)
+    return result.task
 
 
 def expired(user: Any) -> str:

@@ -16,8 +16,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from benchwright import roles
 from submissions import services
-from tests import factories
-from tests.api.conftest import GRADED_REPORT, publish_with_secrets, token_for
+from tests import factories, recorded
+from tests.api.conftest import GRADED, publish_with_secrets, token_for
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +72,7 @@ def api_schema(db):
             for _ in range(2)
         )
         assert services.submission_claim(submission_id=graded.pk)
-        services.grading_store(submission_id=graded.pk, attempt=1, report=GRADED_REPORT)
+        services.grading_store(submission_id=graded.pk, attempt=1, report=recorded.report(GRADED))
         from benchwright.wsgi import application
 
         # As Django's test client does: a request must not close the connection that

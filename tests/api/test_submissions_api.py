@@ -9,11 +9,13 @@ from accounts.models import ApiToken
 from benchwright import roles
 from submissions import services
 from submissions.models import Submission, SubmissionStatus
-from tests import factories
+from tests import factories, recorded
 from tests.api.conftest import (
-    GRADED_REPORT,
+    GRADED,
     SECRET,
     bearer,
+    graded_with,
+    publish_catalog_task,
     publish_with_secrets,
     submission_body,
     token_for,
@@ -223,6 +225,32 @@ def test_a_batch_over_the_limit_is_refused(task, owner_token):
     assert not Submission.objects.exists()
 
 
+# What the grader writes and a submitter must not see: the per-trial seeds, the raw
+# timing samples and the clock witnesses, the operator notes, the artifacts and the
+# phase timings. (A failing trial's message is quoted by the public reason.)
+HIDDEN_REPORT_KEYS = ("operator_notes", "artifacts", "phases")
+
+
+def hidden_values(report):
+    """Values of a real report that no API body may hold: every trial's seed (the
+    inputs could be rebuilt from it) and the timing samples."""
+    values = [t["seed"] for t in report["correctness"]]
+    for side in ("reference", "submission"):
+        stats = (report["timing"] or {}).get(side) or {}
+        shown = {stats.get(key) for key in ("median_s", "ci_low_s", "ci_high_s")}
+        values += [repr(v) for v in stats.get("samples_s", []) if v not in shown]
+    return values
+
+
+def test_the_recorded_reports_really_carry_what_the_api_must_drop():
+    wrong, accepted = recorded.report(GRADED), recorded.report(recorded.ACCEPTED)
+    assert all(key in wrong for key in HIDDEN_REPORT_KEYS)
+    assert len(hidden_values(wrong)) == len(wrong["correctness"]) > 1, "a seed per trial"
+    assert accepted["timing"]["witness"] and accepted["timing"]["reference"]["samples_s"]
+    assert wrong["logs"]["stderr"], "a real stderr, for the tail"
+
+
+@override_settings(API_LOG_TAIL_CHARS=100)
 def test_a_graded_submission_shows_its_public_report_scores_and_no_hidden_data(
     graded_submission, owner_token
 ):
@@ -231,21 +259,47 @@ def test_a_graded_submission_shows_its_public_report_scores_and_no_hidden_data(
     assert response.status_code == 200
     text = response.content.decode()
     assert SECRET not in text
+    recorded_report = recorded.report(GRADED)
+    for value in hidden_values(recorded_report):
+        assert value not in text
     body = response.json()
     assert body["status"] == "graded" and body["verdict"] == "wrong_answer"
     report = body["grading"]["report"]
-    assert report["correctness"][0]["max_abs_error"] == 0.5
-    assert "seed" not in report["correctness"][0]
-    assert "message" not in report["correctness"][0]
-    assert "operator_notes" not in report and "artifacts" not in report
+    assert report["reason"] == recorded_report["reason"]
+    failing = [t for t in report["correctness"] if not t["ok"]]
+    assert failing and failing[0]["shape"] == "cpu-fp32-large-values"
+    assert failing[0]["max_abs_error"] is None, "an infinite error is stored as null"
+    assert {"seed", "message"}.isdisjoint(report["correctness"][0])
+    assert not set(HIDDEN_REPORT_KEYS) & set(report)
     assert set(report["logs"]) == {"stdout", "stderr"}
-    assert len(report["logs"]["stdout"]) <= 4001 and report["logs"]["stdout"].endswith("END")
+    assert report["logs"]["stderr"] == "…" + recorded_report["logs"]["stderr"][-100:]
+    assert report["hardware"]["sandbox"] == "bwrap" and "gpu" not in report["hardware"]
     criteria = {c["key"]: c for c in body["rubric"]["criteria"]}
     assert criteria["correct"]["awarded"] == 0.0 and criteria["correct"]["met"] is False
     assert criteria["clarity"]["awarded"] is None, "human criteria wait for a reviewer"
     assert body["rubric"]["available"] == 7
     assert body["review"] is None
-    assert body["files"] == [{"path": "solution.py", "bytes": 20}]
+    solution = recorded.files(GRADED)["solution.py"]
+    assert body["files"] == [{"path": "solution.py", "bytes": len(solution.encode())}]
+
+
+def test_the_public_report_keeps_timing_summaries_but_not_samples_or_witnesses(owner):
+    task = publish_catalog_task("cpu-causal-softmax")
+    submission = graded_with(task, owner, recorded.ACCEPTED)
+
+    response = bearer(token_for(owner)).get(f"/api/v1/submissions/{submission.pk}/")
+
+    text = response.content.decode()
+    for value in hidden_values(recorded.report(recorded.ACCEPTED)):
+        assert value not in text
+    assert '"samples_s"' not in text and '"witness"' not in text
+    timing = response.json()["grading"]["report"]["timing"]
+    assert timing["reference"]["median_s"] == pytest.approx(0.004445171, rel=1e-6)
+    assert (timing["timing_mode"], timing["scored"], timing["significant"]) == (
+        "cpu_time",
+        True,
+        True,
+    )
 
 
 def make_owned(task, owner, model_name="m", run_id=""):
@@ -369,10 +423,6 @@ def test_an_author_who_also_submits_cannot_regrade_submissions_to_others_tasks(
     assert response.status_code == 404, "not visible to them at all"
 
 
-def test_the_graded_report_fixture_really_carries_the_secret():
-    assert SECRET in json.dumps(GRADED_REPORT), "otherwise the leak checks prove nothing"
-
-
 def test_a_create_and_a_batch_cost_a_fixed_number_of_queries(task, owner_token):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -387,3 +437,124 @@ def test_a_create_and_a_batch_cost_a_fixed_number_of_queries(task, owner_token):
 
     assert len(single) <= 9, [q["sql"][:90] for q in single]
     assert len(many) <= len(single) + 1, "a batch is bulk inserts, not a loop"
+
+
+# What the results say: timing mode, scored speedups, points, the review's outcome --------
+
+
+@pytest.fixture
+def catalog(db):
+    """The catalog's CPU task (C++, timed by CPU time) and its GPU row softmax (Triton,
+    graded on this CPU host under the interpreter), with their real rubrics."""
+    return {
+        "cpu": publish_catalog_task("cpu-causal-softmax"),
+        "gpu": publish_catalog_task("row-softmax"),
+    }
+
+
+def listed(owner, query="run_id=r"):
+    response = bearer(token_for(owner)).get(f"/api/v1/submissions/?{query}")
+    assert response.status_code == 200, response.content
+    return {row["id"]: row for row in response.json()["results"]}
+
+
+def test_the_list_says_how_each_speedup_was_timed_and_marks_the_unscored(catalog, owner):
+    fast, slower, wrong = (
+        graded_with(catalog["cpu"], owner, name, run_id="r")
+        for name in (recorded.ACCEPTED, recorded.ACCEPTED_SLOWER, recorded.WRONG_ANSWER)
+    )
+    interpreted = graded_with(catalog["gpu"], owner, recorded.INTERPRETER, run_id="r")
+
+    rows = listed(owner)
+
+    measured = recorded.report(recorded.ACCEPTED)["speedup"]
+    assert rows[fast.pk]["timing_mode"] == "cpu_time"
+    assert rows[fast.pk]["speedup"] == rows[fast.pk]["score_speedup"] == pytest.approx(measured)
+    assert rows[fast.pk]["speedup_scored"] is True
+    assert rows[fast.pk]["speedup_significant"] is True
+    assert rows[fast.pk]["speedup_unscored_reason"] == ""
+    assert rows[slower.pk]["speedup_scored"] is True
+    assert rows[slower.pk]["speedup_significant"] is False, "about 1.0x: within noise"
+    assert rows[wrong.pk]["timing_mode"] is None and rows[wrong.pk]["speedup"] is None
+    assert rows[wrong.pk]["speedup_scored"] is False and rows[wrong.pk]["score_speedup"] is None
+    row = rows[interpreted.pk]
+    assert row["timing_mode"] == "interpreter"
+    assert row["speedup"] == pytest.approx(recorded.report(recorded.INTERPRETER)["speedup"])
+    assert row["speedup_scored"] is False
+    assert row["score_speedup"] is None and row["speedup_significant"] is None
+    assert "interpreter" in row["speedup_unscored_reason"]
+
+
+def test_the_list_gives_automatic_points_of_the_real_rubrics(catalog, owner):
+    fast, slower, wrong = (
+        graded_with(catalog["cpu"], owner, name, run_id="r")
+        for name in (recorded.ACCEPTED, recorded.ACCEPTED_SLOWER, recorded.WRONG_ANSWER)
+    )
+    interpreted = graded_with(catalog["gpu"], owner, recorded.INTERPRETER, run_id="r")
+
+    rows = listed(owner)
+
+    # correct 6, speedup 1.3x 2 and 2x 2 (2.12x, significant), no integrity finding 1
+    assert rows[fast.pk]["automatic_points"] == rows[fast.pk]["points"] == 11
+    assert rows[slower.pk]["points"] == 7, "no speedup points within noise"
+    assert rows[wrong.pk]["points"] == 0, "a clean record counts only when accepted"
+    assert rows[interpreted.pk]["points"] == 7, "interpreter timings earn no speedup points"
+    assert {row["points_available"] for row in rows.values()} == {18}
+    assert {row["review_decision"] for row in rows.values()} == {""}
+    assert {row["review_score"] for row in rows.values()} == {None}
+
+
+def test_the_detail_marks_an_interpreter_speedup_as_no_score(catalog, owner):
+    submission = graded_with(catalog["gpu"], owner, recorded.INTERPRETER)
+
+    body = bearer(token_for(owner)).get(f"/api/v1/submissions/{submission.pk}/").json()
+
+    assert (body["timing_mode"], body["speedup_scored"], body["score_speedup"]) == (
+        "interpreter",
+        False,
+        None,
+    )
+    assert body["speedup"] == pytest.approx(0.0399, abs=1e-4), "the raw figure is kept"
+    assert body["grading"]["speedup_scored"] is False
+    assert body["grading"]["target_hardware"] is False, "row-softmax targets the h100"
+    assert body["points"] == body["rubric"]["awarded"] == 7
+
+
+def test_a_final_review_shows_its_decision_and_score_and_changes_the_points(
+    catalog, owner, reviewer
+):
+    from reviews import services as review_services
+
+    submission = graded_with(catalog["cpu"], owner, recorded.ACCEPTED, run_id="r")
+    review_services.review_queue_enter(submission_id=submission.pk)
+    assignment = review_services.assignment_claim_next(reviewer=reviewer)
+    assert assignment is not None and assignment.submission_id == submission.pk
+    before = listed(owner)[submission.pk]
+
+    review_services.review_submit(
+        assignment_id=assignment.pk,
+        reviewer=reviewer,
+        data=review_services.ReviewInput(
+            decision="accept",
+            feedback="Fast and careful; the 2x was measured on one shape only.",
+            scores={
+                "clarity": review_services.ScoreInput(level=1),
+                "numerical-care": review_services.ScoreInput(level=2),
+                "explanation": review_services.ScoreInput(level=1),
+                "speedup-2x": review_services.ScoreInput(
+                    overturned=True, reason="timed on one shape set only"
+                ),
+            },
+        ),
+    )
+
+    after = listed(owner)[submission.pk]
+    assert (before["points"], before["review_decision"], before["review_score"]) == (11, "", None)
+    assert after["status"] == "reviewed"
+    assert after["automatic_points"] == 11, "what the grader gave stays visible"
+    assert after["points"] == 11 - 2 + 1 + 2 + 1, "the overturn and the human levels count"
+    assert after["review_decision"] == "accepted"
+    assert after["review_score"] == pytest.approx(13 / 18)
+    detail = bearer(token_for(owner)).get(f"/api/v1/submissions/{submission.pk}/").json()
+    assert detail["points"] == detail["rubric"]["awarded"] == 13
+    assert detail["review"]["decision"] == "accepted"

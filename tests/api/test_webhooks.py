@@ -22,11 +22,14 @@ from django.test import override_settings
 
 from submissions import services as submission_services
 from submissions.models import Submission, SubmissionFile, SubmissionStatus
+from tests import recorded
 from tests.api.conftest import bearer, token_for
 from webhooks import addresses, services
 from webhooks.models import DeliveryStatus, WebhookDelivery
 
-REPORT = {"verdict": "accepted", "reason": "ok", "hardware": {"kind": "cpu"}, "duration_s": 1.0}
+# A real grading of row-softmax (the task fixture's slug) on this CPU host: accepted,
+# its speedup timed under Triton's interpreter and so no score (tests/recorded.py).
+GRADED = recorded.INTERPRETER
 
 
 class Receiver:
@@ -111,8 +114,11 @@ def grade(task: Any, owner: Any) -> Submission:
         status=SubmissionStatus.RUNNING,
         attempts=1,
     )
-    SubmissionFile.objects.create(submission=submission, path="solution.py", content="x = 1\n")
-    submission_services.grading_store(submission_id=submission.pk, attempt=1, report=REPORT)
+    for path, content in recorded.files(GRADED).items():
+        SubmissionFile.objects.create(submission=submission, path=path, content=content)
+    submission_services.grading_store(
+        submission_id=submission.pk, attempt=1, report=recorded.report(GRADED)
+    )
     return submission
 
 
@@ -152,6 +158,10 @@ def test_a_graded_submission_is_posted_signed_to_the_callback(
     assert event["data"]["id"] == submission.pk
     assert event["data"]["verdict"] == "accepted"
     assert event["data"]["run_id"] == "run-7"
+    assert event["data"]["timing_mode"] == "interpreter"
+    assert event["data"]["speedup"] == pytest.approx(recorded.report(GRADED)["speedup"])
+    assert event["data"]["speedup_scored"] is False and event["data"]["score_speedup"] is None
+    assert event["data"]["score"] == pytest.approx(5 / 7), "correct (5) of 7 points"
     delivery = wait_until_final(endpoint_id)
     assert delivery.status == DeliveryStatus.DELIVERED
     log = deliveries(owner, endpoint_id)
