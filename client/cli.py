@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import quote
 
 from tqdm import tqdm
@@ -25,6 +25,7 @@ from tqdm import tqdm
 from .api import ApiError, BenchwrightClient
 from .batch import MAX_CHUNK, ManifestError, default_state_path, submit_manifest
 
+# ``results`` as JSON lines: the API's fields, the raw speedup marked by speedup_scored.
 RESULT_FIELDS = [
     "id",
     "task",
@@ -33,8 +34,40 @@ RESULT_FIELDS = [
     "run_id",
     "status",
     "verdict",
+    "timing_mode",
     "speedup",
+    "speedup_scored",
+    "score_speedup",
+    "speedup_significant",
+    "speedup_unscored_reason",
+    "automatic_points",
     "points",
+    "points_available",
+    "review_decision",
+    "review_score",
+    "attempts",
+    "created_at",
+    "status_changed_at",
+    "labels",
+]
+# ``results --format csv``: a table, so an unscored speedup is words, never a number.
+CSV_FIELDS = [
+    "id",
+    "task",
+    "task_version",
+    "model",
+    "run_id",
+    "status",
+    "verdict",
+    "timing_mode",
+    "speedup",
+    "speedup_significant",
+    "speedup_unscored_reason",
+    "automatic_points",
+    "points",
+    "points_available",
+    "review_decision",
+    "review_score",
     "attempts",
     "created_at",
     "status_changed_at",
@@ -145,16 +178,68 @@ def cmd_wait(client: BenchwrightClient, args: argparse.Namespace, out: TextIO) -
     return 0
 
 
+def speedup_text(row: dict[str, Any], *, short: bool = False) -> str:
+    """A speedup for a table: the scored figure, or why a measured one is no score
+    (a figure timed under Triton's interpreter is not a performance measurement).
+    ``short``: 3 digits, an x, and whether it is within noise, for people."""
+    if row.get("speedup") is None:
+        return ""
+    if not row.get("speedup_scored"):
+        mode = row.get("timing_mode")
+        return "not scored (interpreter)" if mode == "interpreter" else "not scored"
+    value = float(row["score_speedup"])
+    if not short:
+        return str(value)
+    return f"{value:.3g}x" + ("" if row.get("speedup_significant") else " (noise)")
+
+
+def _number(value: Any) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def _table(rows: list[dict[str, Any]], out: TextIO) -> None:
+    header = ("ID", "TASK", "MODEL", "VERDICT", "TIMING", "SPEEDUP", "POINTS", "REVIEW")
+    lines = [header]
+    for row in rows:
+        speedup = speedup_text(row, short=True)
+        points = _number(row.get("points"))
+        if points and row.get("points_available") is not None:
+            points += f"/{row['points_available']}"
+        review = row.get("review_decision") or "-"
+        if row.get("review_score") is not None:
+            review += f" {row['review_score']:.2f}"
+        lines.append(
+            (
+                str(row["id"]),
+                row["task"],
+                row["model"],
+                row.get("verdict") or row["status"],
+                row.get("timing_mode") or "-",
+                speedup or "-",
+                points or "-",
+                review,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for line in lines:
+        out.write("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+        out.write("\n")
+
+
 def cmd_results(client: BenchwrightClient, args: argparse.Namespace, out: TextIO) -> int:
     rows = client.submissions(run_id=args.run_id, page_size=1000)
     if args.format == "jsonl":
         for row in rows:
             out.write(json.dumps({k: row.get(k) for k in RESULT_FIELDS}) + "\n")
         return 0
-    writer = csv.DictWriter(out, fieldnames=RESULT_FIELDS, extrasaction="ignore")
+    if args.format == "table":
+        _table(list(rows), out)
+        return 0
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
     writer.writeheader()
     for row in rows:
-        writer.writerow(row | {"labels": json.dumps(row.get("labels") or {}, sort_keys=True)})
+        labels = json.dumps(row.get("labels") or {}, sort_keys=True)
+        writer.writerow(row | {"speedup": speedup_text(row), "labels": labels})
     return 0
 
 
@@ -242,9 +327,16 @@ def build_parser() -> argparse.ArgumentParser:
     wait.add_argument("--no-progress", action="store_true")
     wait.set_defaults(handler=cmd_wait)
 
-    results = sub.add_parser("results", help="a run's submissions and grades")
+    results = sub.add_parser(
+        "results", help="a run's submissions: grading, rubric points and review outcome"
+    )
     results.add_argument("run_id", metavar="RUN_ID")
-    results.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    results.add_argument(
+        "--format",
+        choices=["jsonl", "csv", "table"],
+        default="jsonl",
+        help="jsonl (default; raw speedups marked by speedup_scored), csv, or table",
+    )
     results.set_defaults(handler=cmd_results)
 
     export = sub.add_parser("export", help="build a dataset snapshot, wait, download its tar.gz")

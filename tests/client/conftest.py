@@ -12,7 +12,7 @@ from accounts import services as account_services
 from benchwright import roles
 from submissions import services as submission_services
 from tests import factories
-from tests.api.conftest import publish_with_secrets
+from tests.api.conftest import publish_catalog_task, publish_with_secrets
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +24,10 @@ def _fresh_throttle_counters():
 
 @pytest.fixture
 def server(live_server, transactional_db, monkeypatch):
-    """A live server, a published task and an API client's token in the environment,
-    as a pipeline would have them.
+    """A live server, published tasks and an API client's token in the environment,
+    as a pipeline would have them: the catalog's row-softmax (a GPU task: graded on
+    this host under Triton's interpreter) and cpu-causal-softmax (timed by CPU time),
+    with their real rubrics, and a made-up GPU task for the catalog filters.
 
     Gradings are not enqueued: these tests grade through the trusted store where
     they need grades. A Celery worker alive in the same test session would
@@ -33,14 +35,21 @@ def server(live_server, transactional_db, monkeypatch):
     tables, and PostgreSQL would break the deadlock by failing the teardown."""
     monkeypatch.setattr(submission_services, "enqueue_grading", lambda *args, **kwargs: None)
     monkeypatch.setattr(submission_services, "enqueue_grading_many", lambda ids: None)
+    task = publish_catalog_task("row-softmax")
+    cpu_task = publish_catalog_task("cpu-causal-softmax")
     author = factories.make_user(roles.AUTHOR)
-    task = publish_with_secrets(author, slug="row-softmax", kind="debugging", tags=["softmax"])
     publish_with_secrets(author, slug="gemm-fp16", tags=["gemm"], hardware="h100")
     user = factories.make_user(roles.API_CLIENT, username="pipeline")
     _, token = account_services.token_create(user=user, name="ci", scopes=["read", "submit"])
     monkeypatch.setenv("BENCHWRIGHT_URL", live_server.url)
     monkeypatch.setenv("BENCHWRIGHT_TOKEN", token)
-    return {"url": live_server.url, "token": token, "user": user, "task": task}
+    return {
+        "url": live_server.url,
+        "token": token,
+        "user": user,
+        "task": task,
+        "cpu_task": cpu_task,
+    }
 
 
 def run(*argv: str) -> tuple[int, str]:

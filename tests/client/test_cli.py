@@ -12,21 +12,8 @@ from django.db import connection
 
 from submissions import services
 from submissions.models import Submission, SubmissionFile, SubmissionStatus
+from tests import recorded
 from tests.client.conftest import lines_of, run
-
-REPORT = {
-    "verdict": "accepted",
-    "reason": "ok",
-    "speedup": 1.5,
-    "timing_mode": "wall",
-    "timing": {
-        "significant": True,
-        "reference": {"median_s": 0.3},
-        "submission": {"median_s": 0.2},
-    },
-    "hardware": {"kind": "cpu", "name": "Test CPU"},
-    "duration_s": 2.0,
-}
 
 
 def write_manifest(path, count, run_id="run-1", task="row-softmax"):
@@ -58,7 +45,7 @@ def test_the_installed_command_lists_tasks_from_the_live_server(server):
     assert done.returncode == 0, done.stderr
     header, *rows = done.stdout.splitlines()
     assert header.split()[:5] == ["SLUG", "KIND", "DIFFICULTY", "HARDWARE", "VERSION"]
-    assert sorted(r.split()[0] for r in rows) == ["gemm-fp16", "row-softmax"]
+    assert sorted(r.split()[0] for r in rows) == ["cpu-causal-softmax", "gemm-fp16", "row-softmax"]
 
 
 def test_tasks_filters_and_prints_json(server):
@@ -175,26 +162,30 @@ def test_a_bad_manifest_line_is_reported_before_anything_is_sent(server, tmp_pat
     assert not Submission.objects.exists()
 
 
-def make_run(server, count, run_id):
-    """Submissions of a run, made without enqueueing: the test plays the grading host."""
+def make_run(server, count, run_id, task=None, recording=recorded.INTERPRETER):
+    """Submissions of a run, made without enqueueing: the test plays the grading host.
+    Each holds the files of a recorded grading (tests/recorded.py)."""
+    task = task or server["task"]
     made = []
     for i in range(count):
         s = Submission.objects.create(
-            task_version=server["task"].current_version,
+            task_version=task.current_version,
             submitter=server["user"],
             model_name="m-7b",
             run_id=run_id,
             labels={"i": str(i)},
         )
-        SubmissionFile.objects.create(submission=s, path="solution.py", content="x = 1\n")
+        for path, content in recorded.files(recording).items():
+            SubmissionFile.objects.create(submission=s, path=path, content=content)
         made.append(s)
     return made
 
 
-def grade_all(submissions, report=REPORT):
+def grade_all(submissions, recording=recorded.INTERPRETER):
+    """Store the recorded grading's report for each, as the grading worker would."""
     for s in submissions:
         assert services.submission_claim(submission_id=s.pk)
-        services.grading_store(submission_id=s.pk, attempt=1, report=report)
+        services.grading_store(submission_id=s.pk, attempt=1, report=recorded.report(recording))
 
 
 def test_wait_polls_until_every_submission_of_the_run_has_finished(server):
@@ -230,20 +221,133 @@ def test_wait_gives_up_after_its_timeout(server):
     assert "1 of 1 unfinished" in out
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-def test_results_exports_a_runs_grades(server, fmt):
-    made = make_run(server, 3, "run-r")
-    grade_all(made)
-    make_run(server, 1, "another-run")
+# The recorded gradings a run's results are tested on: three on the CPU task (timed
+# by CPU time, real rubric: 18 points, 11 automatic), one on the GPU task graded on
+# this CPU host (its speedup timed under Triton's interpreter is no score).
+RESULTS_RUN = {
+    "fast": ("cpu_task", recorded.ACCEPTED),
+    "slower": ("cpu_task", recorded.ACCEPTED_SLOWER),
+    "wrong": ("cpu_task", recorded.WRONG_ANSWER),
+    "interpreted": ("task", recorded.INTERPRETER),
+}
 
-    code, out = run("results", "run-r", "--format", fmt)
 
+def graded_run(server, run_id="run-r"):
+    """One graded submission per RESULTS_RUN entry; their ids by name."""
+    ids = {}
+    for name, (task, recording) in RESULTS_RUN.items():
+        [submission] = make_run(server, 1, run_id, task=server[task], recording=recording)
+        grade_all([submission], recording)
+        ids[name] = submission.pk
+    return ids
+
+
+def results(fmt, run_id="run-r"):
+    code, out = run("results", run_id, "--format", fmt)
     assert code == 0
     rows = lines_of(out) if fmt == "jsonl" else list(csv.DictReader(io.StringIO(out)))
-    assert sorted(int(r["id"]) for r in rows) == sorted(s.pk for s in made)
-    for row in rows:
-        assert row["verdict"] == "accepted"
-        assert float(row["points"]) == 5.0
-        assert row["task"] == "row-softmax" and row["run_id"] == "run-r"
-    if fmt == "csv":
-        assert json.loads(rows[0]["labels"]).keys() == {"i"}
+    return {int(row["id"]): row for row in rows}
+
+
+def test_results_as_json_lines_keep_raw_speedups_and_mark_which_are_scores(server):
+    ids = graded_run(server)
+    make_run(server, 1, "another-run")
+
+    rows = results("jsonl")
+
+    assert sorted(rows) == sorted(ids.values())
+    fast, interpreted = rows[ids["fast"]], rows[ids["interpreted"]]
+    measured = recorded.report(recorded.ACCEPTED)["speedup"]
+    assert (fast["timing_mode"], fast["speedup_scored"]) == ("cpu_time", True)
+    assert fast["speedup"] == fast["score_speedup"] == pytest.approx(measured)
+    assert fast["speedup_significant"] is True
+    assert (interpreted["timing_mode"], interpreted["speedup_scored"]) == ("interpreter", False)
+    assert interpreted["speedup"] == pytest.approx(0.0399, abs=1e-4), "kept, marked unscored"
+    assert interpreted["score_speedup"] is None
+    assert "interpreter" in interpreted["speedup_unscored_reason"]
+    assert rows[ids["slower"]]["speedup_significant"] is False
+    assert rows[ids["wrong"]]["speedup"] is None and rows[ids["wrong"]]["timing_mode"] is None
+    assert {r["task"] for r in rows.values()} == {"cpu-causal-softmax", "row-softmax"}
+    assert {r["run_id"] for r in rows.values()} == {"run-r"}
+
+
+def test_results_as_csv_never_show_an_unscored_speedup_as_a_number(server):
+    ids = graded_run(server)
+
+    rows = results("csv")
+
+    assert rows[ids["interpreted"]]["speedup"] == "not scored (interpreter)"
+    assert rows[ids["interpreted"]]["timing_mode"] == "interpreter"
+    assert float(rows[ids["fast"]]["speedup"]) == pytest.approx(2.1187, abs=1e-4)
+    assert float(rows[ids["slower"]]["speedup"]) == pytest.approx(0.998, abs=1e-3)
+    assert rows[ids["slower"]]["speedup_significant"] == "False"
+    assert rows[ids["wrong"]]["speedup"] == "" and rows[ids["wrong"]]["verdict"] == "wrong_answer"
+    assert json.loads(rows[ids["fast"]]["labels"]) == {"i": "0"}
+
+
+def test_results_as_csv_give_automatic_points_then_the_reviewers_score_and_decision(
+    server, reviewer
+):
+    from reviews import services as review_services
+
+    ids = graded_run(server)
+    before = results("csv")
+    # A reviewer takes the fast solution from the queue it entered when its grading
+    # was stored (only accepted ones do; the oldest slot comes first), scores the
+    # human criteria and accepts it.
+    assignment = review_services.assignment_claim_next(reviewer=reviewer)
+    assert assignment is not None and assignment.submission_id == ids["fast"]
+    review_services.review_submit(
+        assignment_id=assignment.pk,
+        reviewer=reviewer,
+        data=review_services.ReviewInput(
+            decision="accept",
+            feedback="Fused and vectorised; the error bound of exp is not stated.",
+            scores={
+                "clarity": review_services.ScoreInput(level=2),
+                "numerical-care": review_services.ScoreInput(level=2),
+                "explanation": review_services.ScoreInput(level=1),
+            },
+        ),
+    )
+
+    after = results("csv")
+
+    fast_before, fast_after = before[ids["fast"]], after[ids["fast"]]
+    # correct 6, speedup 1.3x 2 and 2x 2 (2.12x, significant), no integrity finding 1
+    assert float(fast_before["automatic_points"]) == float(fast_before["points"]) == 11
+    assert (fast_before["review_decision"], fast_before["review_score"]) == ("", "")
+    assert fast_before["points_available"] == "18"
+    assert fast_after["status"] == "reviewed"
+    assert float(fast_after["automatic_points"]) == 11
+    assert float(fast_after["points"]) == 11 + 2 + 2 + 1
+    assert fast_after["review_decision"] == "accepted"
+    assert float(fast_after["review_score"]) == pytest.approx(16 / 18)
+    assert float(after[ids["slower"]]["points"]) == 7, "not reviewed yet: automatic only"
+    assert after[ids["slower"]]["review_decision"] == ""
+    assert float(after[ids["wrong"]]["points"]) == 0
+
+
+def test_results_as_a_table_say_not_scored_instead_of_an_interpreter_speedup(server):
+    ids = graded_run(server)
+
+    code, out = run("results", "run-r", "--format", "table")
+
+    assert code == 0
+    header, *lines = out.splitlines()
+    assert header.split() == [
+        "ID",
+        "TASK",
+        "MODEL",
+        "VERDICT",
+        "TIMING",
+        "SPEEDUP",
+        "POINTS",
+        "REVIEW",
+    ]
+    by_id = {int(line.split()[0]): line for line in lines}
+    assert "interpreter  not scored (interpreter)  7/18" in by_id[ids["interpreted"]]
+    assert "0.04" not in by_id[ids["interpreted"]]
+    assert "cpu_time     2.12x" in by_id[ids["fast"]] and "11/18" in by_id[ids["fast"]]
+    assert "0.998x (noise)" in by_id[ids["slower"]]
+    assert by_id[ids["wrong"]].split()[3:7] == ["wrong_answer", "-", "-", "0/18"]
