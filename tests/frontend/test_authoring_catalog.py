@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from tasks import services, validation
 from tasks.models import FileRole, Task, TaskFile, TaskStatus, Visibility
-from tests import factories
+from tests import factories, recorded
 from tests.frontend.test_authoring import html_of, logged_in
 from tests.tasks.test_authoring_services import complete_task, in_review
 
@@ -52,7 +52,8 @@ def test_the_dashboard_lists_failing_validations_and_the_review_queue(reviewer, 
     failing = complete_task(author, slug="failing-one", title="Failing one")
     run = validation.validation_start(task=failing, user=author)
     for result in run.results.all():
-        validation.validation_record(result_id=result.pk, report={"verdict": "runtime_error"})
+        # A real runtime error: an empty file defines no ModelNew (tests/recorded.py).
+        validation.validation_record(result_id=result.pk, report=recorded.report(recorded.EMPTY))
     passing = complete_task(author, slug="fixed-one", title="Fixed one")
     factories.mark_validated(passing)
     waiting = in_review(author)

@@ -6,31 +6,19 @@ from django.utils import timezone
 
 from benchwright.state import InvalidTransition
 from rubrics.models import CriterionScore
+from sandboxes.worker import lost_worker_report
 from submissions import services
 from submissions.models import SUBMISSION_TRANSITIONS, GradingRun, Submission, SubmissionStatus
-from tests import factories
+from tests import factories, recorded
 
 pytestmark = pytest.mark.django_db
 
-ACCEPTED_REPORT = {
-    "verdict": "accepted",
-    "reason": "all 5 trials within tolerance",
-    "speedup": 1.8,
-    "timing_mode": "wall",
-    "timing": {
-        "reference": {"median_s": 0.018},
-        "submission": {"median_s": 0.010},
-        "significant": True,
-    },
-    "integrity": {"violations": []},
-    "hardware": {"kind": "cpu", "name": "Test CPU"},
-    "harness_version": "1",
-    "duration_s": 3.0,
-}
 
-
-def running_submission():
-    submission = factories.make_submission()
+def running_submission(**task_fields):
+    task = factories.make_published_task(**task_fields) if task_fields else None
+    submission = factories.make_submission(
+        task.current_version if task else None, files=recorded.files(recorded.ACCEPTED)
+    )
     assert services.submission_claim(submission_id=submission.pk)
     submission.refresh_from_db()
     return submission
@@ -71,25 +59,46 @@ def test_a_submission_is_claimed_only_once():
 
 def test_storing_a_report_records_the_run_scores_criteria_and_marks_it_graded():
     submission = running_submission()
+    report = recorded.report(recorded.ACCEPTED)
 
-    run = services.grading_store(submission_id=submission.pk, attempt=1, report=ACCEPTED_REPORT)
+    run = services.grading_store(submission_id=submission.pk, attempt=1, report=report)
 
     submission.refresh_from_db()
     assert submission.status == SubmissionStatus.GRADED
     assert submission.verdict == "accepted"
-    assert run is not None and run.speedup == pytest.approx(1.8)
-    assert run.target_hardware is True  # the factory task targets the CPU
+    assert run is not None and run.speedup == pytest.approx(2.1187, abs=1e-4)
+    assert run.timing_mode == "cpu_time"
+    assert run.reference_median_s == report["timing"]["reference"]["median_s"]
+    assert run.submission_median_s == report["timing"]["submission"]["median_s"]
+    assert (run.hardware, run.harness_version) == ("cpu", report["harness_version"])
+    assert run.target_hardware is True  # graded on a CPU host; the factory task targets the CPU
+    assert run.started_at is not None and run.finished_at is not None
+    assert (run.finished_at - run.started_at).total_seconds() == pytest.approx(
+        report["duration_s"], abs=0.5
+    )
     correct = CriterionScore.objects.get(grading_run=run, criterion__key="correct")
     assert correct.met is True and correct.points == 5
     # Human criteria are left to reviewers.
     assert not CriterionScore.objects.filter(criterion__key="clarity").exists()
 
 
+def test_a_report_from_a_cpu_host_is_not_on_target_for_a_gpu_task():
+    submission = running_submission(hardware="h100")
+
+    run = services.grading_store(
+        submission_id=submission.pk, attempt=1, report=recorded.report(recorded.INTERPRETER)
+    )
+
+    assert run is not None and run.target_hardware is False
+    assert (run.hardware, run.timing_mode) == ("cpu", "interpreter")
+
+
 def test_a_redelivered_report_changes_nothing():
     submission = running_submission()
-    services.grading_store(submission_id=submission.pk, attempt=1, report=ACCEPTED_REPORT)
+    report = recorded.report(recorded.ACCEPTED)
+    services.grading_store(submission_id=submission.pk, attempt=1, report=report)
 
-    again = services.grading_store(submission_id=submission.pk, attempt=1, report=ACCEPTED_REPORT)
+    again = services.grading_store(submission_id=submission.pk, attempt=1, report=report)
 
     assert again is None
     assert GradingRun.objects.filter(submission=submission).count() == 1
@@ -105,7 +114,7 @@ def test_an_internal_error_is_retried_and_never_blamed_on_the_submission(
         services.grading_store(
             submission_id=submission.pk,
             attempt=1,
-            report={"verdict": "internal_error", "reason": "sandbox host lost"},
+            report=lost_worker_report(),
         )
 
     submission.refresh_from_db()
@@ -119,7 +128,7 @@ def test_internal_errors_past_the_retry_budget_mark_the_submission_failed():
     for attempt in range(1, services.MAX_GRADING_ATTEMPTS + 1):
         assert services.submission_claim(submission_id=submission.pk)
         services.grading_store(
-            submission_id=submission.pk, attempt=attempt, report={"verdict": "internal_error"}
+            submission_id=submission.pk, attempt=attempt, report=lost_worker_report()
         )
     submission.refresh_from_db()
     assert submission.status == SubmissionStatus.FAILED
@@ -147,7 +156,9 @@ def test_a_late_report_from_a_swept_attempt_is_ignored():
     services.submissions_sweep_stuck(older_than=timedelta(seconds=-1))
     assert services.submission_claim(submission_id=submission.pk)  # attempt 2
 
-    stale = services.grading_store(submission_id=submission.pk, attempt=1, report=ACCEPTED_REPORT)
+    stale = services.grading_store(
+        submission_id=submission.pk, attempt=1, report=recorded.report(recorded.ACCEPTED)
+    )
 
     assert stale is None
     [swept] = GradingRun.objects.filter(submission=submission)

@@ -2,7 +2,7 @@ import pytest
 
 from tasks import validation
 from tasks.models import FileRole, TaskFile, ValidationStatus, Visibility
-from tests import factories
+from tests import factories, recorded
 
 pytestmark = pytest.mark.django_db
 
@@ -42,9 +42,11 @@ def test_a_draft_without_a_solution_cannot_be_validated():
         validation.validation_start(task=task, user=task.owner)
 
 
-def record_all(run, verdicts):
+def record_all(run, recordings):
+    """Store, for each file, the report of a real grading (tests/recorded.py)."""
     for result in run.results.all():
-        validation.validation_record(result_id=result.pk, report={"verdict": verdicts[result.path]})
+        report = recorded.report(recordings[result.path])
+        validation.validation_record(result_id=result.pk, report=report)
     run.refresh_from_db()
 
 
@@ -53,9 +55,12 @@ def test_the_run_passes_when_every_file_gets_its_expected_verdict():
     add_candidates(task)
     run = validation.validation_start(task=task, user=task.owner)
 
-    record_all(run, {"solution.py": "accepted", "bad/no_mask.py": "wrong_answer"})
+    record_all(run, {"solution.py": recorded.ACCEPTED, "bad/no_mask.py": recorded.WRONG_ANSWER})
 
     assert run.status == ValidationStatus.PASSED
+    negative = run.results.get(path="bad/no_mask.py")
+    assert negative.verdict == "wrong_answer"
+    assert negative.report["reason"] == recorded.report(recorded.WRONG_ANSWER)["reason"]
     assert run.finished_at is not None
     assert validation.validation_passed_for_draft(task)
 
@@ -65,7 +70,7 @@ def test_a_negative_that_slips_through_fails_the_run():
     add_candidates(task)
     run = validation.validation_start(task=task, user=task.owner)
 
-    record_all(run, {"solution.py": "accepted", "bad/no_mask.py": "accepted"})
+    record_all(run, {"solution.py": recorded.ACCEPTED, "bad/no_mask.py": recorded.ACCEPTED})
 
     assert run.status == ValidationStatus.FAILED
     assert not validation.validation_passed_for_draft(task)
@@ -77,7 +82,7 @@ def test_the_run_stays_open_until_the_last_file_reports():
     run = validation.validation_start(task=task, user=task.owner)
     first = run.results.get(path="solution.py")
 
-    validation.validation_record(result_id=first.pk, report={"verdict": "accepted"})
+    validation.validation_record(result_id=first.pk, report=recorded.report(recorded.ACCEPTED))
 
     run.refresh_from_db()
     assert run.status == ValidationStatus.RUNNING
@@ -88,9 +93,11 @@ def test_a_redelivered_report_changes_nothing():
     add_candidates(task)
     run = validation.validation_start(task=task, user=task.owner)
     result = run.results.get(path="solution.py")
-    validation.validation_record(result_id=result.pk, report={"verdict": "accepted"})
+    validation.validation_record(result_id=result.pk, report=recorded.report(recorded.ACCEPTED))
 
-    again = validation.validation_record(result_id=result.pk, report={"verdict": "wrong_answer"})
+    again = validation.validation_record(
+        result_id=result.pk, report=recorded.report(recorded.WRONG_ANSWER)
+    )
 
     result.refresh_from_db()
     assert again is None
@@ -101,7 +108,7 @@ def test_editing_the_draft_after_a_pass_requires_a_new_validation():
     task = factories.make_task()
     add_candidates(task)
     run = validation.validation_start(task=task, user=task.owner)
-    record_all(run, {"solution.py": "accepted", "bad/no_mask.py": "wrong_answer"})
+    record_all(run, {"solution.py": recorded.ACCEPTED, "bad/no_mask.py": recorded.WRONG_ANSWER})
 
     solution = task.files.get(path="solution.py")
     solution.content = "# changed\n"
