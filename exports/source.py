@@ -8,7 +8,8 @@ Rows are plain tuples (``values_list``), never model instances: at tens of
 thousands of rows a second, building model objects would be most of the cost.
 
 Hidden task files are read here for one purpose only: to build each version's
-``HiddenGuard``. Their text goes nowhere else.
+``HiddenGuard`` and the lines common to tasks it leaves aside (``common_lines``).
+Their text goes nowhere else.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from reviews.models import (
 from rubrics.models import CriterionKind, CriterionScore
 from submissions.fingerprint import is_explanation
 from submissions.models import GradingRun, Submission, SubmissionFile, SubmissionStatus
-from tasks.models import FileRole, TaskVersion, Visibility
+from tasks.models import FileRole, Task, TaskFile, TaskVersion, Visibility
 
-from .guard import HiddenGuard
+from .guard import Common, CommonLines, HiddenGuard
 from .spec import UNREVIEWED, Filters
 from .text import canonical_json, render_prompt
 
@@ -220,19 +221,45 @@ def versions_for(filters: Filters) -> list[VersionData]:
         versions = versions.filter(id__in=filters.task_versions)
     wanted_tags = set(filters.tags)
     # Tags are a JSON list; JSON containment differs between databases, and versions are few.
-    return [
-        _version_data(v)
-        for v in versions.order_by("task__slug", "number")
-        if wanted_tags <= set(v.tags or [])
+    chosen = [
+        v for v in versions.order_by("task__slug", "number") if wanted_tags <= set(v.tags or [])
     ]
+    common = common_lines([v.pk for v in chosen]) if chosen else None
+    return [_version_data(v, common) for v in chosen]
 
 
-def _version_data(version: TaskVersion) -> VersionData:
+def common_lines(version_ids: Sequence[int]) -> Common:
+    """Lines and names the platform's tasks show to be common (``guard.CommonLines``):
+    from the current version of every task and from the versions exported."""
+    common = CommonLines()
+    wanted = Q(
+        version__in=Task.objects.filter(current_version__isnull=False).values("current_version")
+    )
+    wanted |= Q(version_id__in=version_ids)
+    files = (
+        TaskFile.objects.filter(wanted)
+        .order_by("version__task__slug", "version__number", "path")
+        .values_list("version__task_id", "visibility", "content")
+    )
+    for task_id, visibility, content in files.iterator(chunk_size=500):
+        common.add(task_id, content, public=visibility == Visibility.PROMPT)
+    statements = (
+        TaskVersion.objects.filter(Q(task__current_version=F("pk")) | Q(pk__in=version_ids))
+        .order_by("task__slug", "number")
+        .values_list("task_id", "statement")
+    )
+    for task_id, statement in statements:
+        common.add(task_id, statement, public=True)
+    return common.frozen()
+
+
+def _version_data(version: TaskVersion, common: Common | None) -> VersionData:
     files = sorted(version.files.all(), key=lambda f: f.path)
     shown = [f for f in files if f.visibility == Visibility.PROMPT and f.role != FileRole.STATEMENT]
-    hidden = [f.content for f in files if f.visibility != Visibility.PROMPT]
+    hidden = [(f.path, f.content) for f in files if f.visibility != Visibility.PROMPT]
     rubric = getattr(version, "rubric", None)
     criteria = sorted(rubric.criteria.all(), key=lambda c: c.position) if rubric else []
+    public = [version.statement, *(f.content for f in shown)]
     return VersionData(
         id=version.pk,
         slug=version.task.slug,
@@ -256,7 +283,7 @@ def _version_data(version: TaskVersion) -> VersionData:
             )
             for c in criteria
         ],
-        guard=HiddenGuard(hidden, [version.statement, *(f.content for f in shown)]),
+        guard=HiddenGuard(hidden, public, common) if common else HiddenGuard(hidden, public),
     )
 
 
