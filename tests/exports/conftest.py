@@ -1,7 +1,9 @@
-"""A small world to export: published tasks whose hidden files, expert solutions and
-reference outputs carry planted secrets; submissions graded through the real
-grading_store; reviews and pairwise judgements through the real review services.
-No exported byte may hold a secret."""
+"""A small world to export: published tasks whose hidden files (reference, expert
+solution, hidden tests) carry planted secrets; submissions graded through the real
+grading_store with reports recorded from real gradings (``tests.recorded``), whose
+internals (seeds, reasons, messages, the host) are secrets too; reviews and
+pairwise judgements through the real review services. No exported byte may hold
+a secret."""
 
 from __future__ import annotations
 
@@ -26,15 +28,31 @@ from submissions import services as submission_services
 from submissions.models import Submission
 from tasks import services as task_services
 from tasks.models import FileRole, Task, TaskFile, TaskVersion, Visibility
-from tests import factories
+from tests import factories, recorded
 
-SECRETS = (
+HIDDEN_SECRETS = (
     "HIDDEN-REFERENCE-c0ffee41",
     "HIDDEN-EXPERT-SOLUTION-beef77",
     "HIDDEN-TEST-CASES-5eed13",
-    "REFERENCE-OUTPUT-0dd99",
 )
-REFERENCE_SECRET, EXPERT_SECRET, TESTS_SECRET, OUTPUT_SECRET = SECRETS
+REFERENCE_SECRET, EXPERT_SECRET, TESTS_SECRET = HIDDEN_SECRETS
+# The graded submissions' reports are real ones (tests/recorded.py): an accepted
+# grading and a wrong answer.
+ACCEPTED_REPORT = recorded.ACCEPTED
+WRONG_REPORT = recorded.WRONG_ANSWER
+
+
+def report_internals(name: str) -> tuple[str, ...]:
+    """What a recorded report holds that no export may carry: the trials' seeds,
+    the reason, the host's platform string and the per-trial messages."""
+    data = recorded.report(name)
+    texts = [data["reason"], data["hardware"]["platform"]]
+    texts += [c["seed"] for c in data["correctness"]]
+    texts += [c["message"] for c in data["correctness"] if c["message"]]
+    return tuple(texts)
+
+
+SECRETS = HIDDEN_SECRETS + report_internals(ACCEPTED_REPORT) + report_internals(WRONG_REPORT)
 # Identities of the submitters: absent from every export unless asked for and allowed.
 SUBMITTER = "client-ident-qx7"
 RUN = "run-ident-zz9"
@@ -101,38 +119,12 @@ class ModelNew(nn.Module):
 '''
 
 
-def report(verdict: str = "accepted", *, violations: bool = False) -> dict[str, Any]:
-    """A grading report whose hidden parts (operator notes, reference logs, trial
-    messages, artifacts) quote the reference output."""
-    return {
-        "verdict": verdict,
-        "reason": "all trials within tolerance" if verdict == "accepted" else "trial 2 off",
-        "speedup": 1.3 if verdict == "accepted" else None,
-        "timing_mode": "wall",
-        "correctness": [
-            {
-                "shape": "small",
-                "trial": 0,
-                "ok": verdict == "accepted",
-                "seed": "ab12",
-                "max_abs_error": 0.0,
-                "max_rel_error": 0.0,
-                "shapes": [[4, 64]],
-                "dtypes": ["float32"],
-                "message": f"expected {OUTPUT_SECRET}",
-            }
-        ],
-        "timing": None,
-        "integrity": {"checks": ["dtype"], "violations": ["a thread"] if violations else []},
-        "hardware": {"kind": "cpu", "name": "Test CPU"},
-        "logs": {"stdout": "", "stderr": "", "reference": OUTPUT_SECRET},
-        "artifacts": {"trace": OUTPUT_SECRET},
-        "harness_version": "1",
-        "duration_s": 1.0,
-        "phases": {},
-        "checked_calls": 5,
-        "operator_notes": f"reference printed {OUTPUT_SECRET}",
-    }
+def report(verdict: str = "accepted") -> dict[str, Any]:
+    """A real grading's report with this verdict (see ``tests.recorded``)."""
+    name = {"accepted": ACCEPTED_REPORT, "wrong_answer": WRONG_REPORT}[verdict]
+    made = recorded.report(name)
+    assert made["verdict"] == verdict
+    return made
 
 
 def publish_task(owner: Any, slug: str, **fields: Any) -> Task:
@@ -178,6 +170,8 @@ def publish_task(owner: Any, slug: str, **fields: Any) -> Task:
     task.refresh_from_db()
     task_services.task_publish(task=task, reviewer=factories.make_user(roles.REVIEWER))
     task.refresh_from_db()
+    # Reviewers see failures too, so critiques hold a rejected wrong answer.
+    review_services.policy_set(task=task, actor=owner, reviews_required=1, review_failures=True)
     return task
 
 
