@@ -315,9 +315,8 @@ def make_owned(task, owner, model_name="m", run_id=""):
 def test_the_list_filters_by_task_model_run_status_verdict_and_date(task, task_author, owner):
     other_task = publish_with_secrets(task_author, slug="other")
     a = make_owned(task, owner, model_name="m1", run_id="r1")
-    b = make_owned(task, owner, model_name="m2", run_id="r1")
+    b = graded_with(task, owner, recorded.INTERPRETER, model_name="m2", run_id="r1")
     c = make_owned(other_task, owner, model_name="m1", run_id="r2")
-    Submission.objects.filter(pk=b.pk).update(status="graded", verdict="accepted")
     Submission.objects.filter(pk=c.pk).update(created_at=timezone.now() - timedelta(days=3))
     client = bearer(token_for(owner))
 
@@ -356,9 +355,9 @@ def test_the_list_pages_with_a_cursor_without_gaps_or_repeats(task, owner):
 
 
 def test_the_summary_counts_a_run_by_status_and_verdict(task, owner):
-    for status, verdict in [("queued", ""), ("graded", "accepted"), ("graded", "wrong_answer")]:
-        s = make_owned(task, owner, run_id="r9")
-        Submission.objects.filter(pk=s.pk).update(status=status, verdict=verdict)
+    make_owned(task, owner, run_id="r9")
+    for name in (recorded.INTERPRETER, GRADED):  # accepted, wrong_answer
+        graded_with(task, owner, name, run_id="r9")
     make_owned(task, owner, run_id="another")
 
     response = bearer(token_for(owner)).get("/api/v1/submissions/summary/?run_id=r9")
