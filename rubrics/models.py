@@ -72,6 +72,7 @@ class Criterion(TimeStamped):
     objects = CriterionQuerySet.as_manager()
 
     class Meta:
+        verbose_name_plural = "criteria"
         ordering = ["rubric", "position"]
         constraints = [
             models.UniqueConstraint(fields=["rubric", "key"], name="criterion_key_unique"),

@@ -20,6 +20,17 @@ def test_every_project_model_is_registered_in_the_admin():
     assert missing == []
 
 
+def test_every_plural_is_english(client, admin_user):
+    plurals = {
+        str(m._meta.verbose_name_plural)
+        for m in apps.get_models()
+        if m._meta.app_label in PROJECT_APPS
+    }
+    assert "criteria" in plurals and "webhook deliveries" in plurals
+    # Django's default adds an "s": "criterions", "webhook deliverys".
+    assert not {plural for plural in plurals if plural.endswith(("rions", "ys"))}
+
+
 def test_every_admin_page_renders(client, admin_user):
     admin_user.is_superuser = True
     admin_user.save()

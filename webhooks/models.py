@@ -71,6 +71,7 @@ class WebhookDelivery(TimeStamped):
     last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
 
     class Meta:
+        verbose_name_plural = "webhook deliveries"
         ordering = ["-id"]
         constraints = [
             models.CheckConstraint(
