@@ -4,13 +4,22 @@ One pass over the matching task versions in (slug, number) order, streaming
 each version's submissions chunk by chunk. Each row goes to the split of its
 task and is written at once. What is dropped on the way is counted:
 
-- ``duplicate``: a solution whose normalised code (``Submission.code_key``,
-  made by ``submissions.fingerprint.solution_key`` on arrival) an earlier row
-  of the same task already had. All versions of a task are
-  consecutive, so the set of seen keys lives for one task only.
+- ``duplicate``: a solution whose code is the same as a row of the same task
+  already written: equal after comments and whitespace are removed, whatever
+  its file names, file order or explanation (``Submission.code_key``, made by
+  ``submissions.fingerprint.solution_key`` on arrival). Code that differs in
+  anything else, a name, a constant, a docstring, is another solution, however
+  much boilerplate it shares. Only rows written count: a copy of a row that was
+  left out is judged on its own. All versions of a task are consecutive, so the
+  keys seen live for one task only.
 - ``hidden_content``: a row whose text quotes a hidden task file
   (``guard.HiddenGuard``).
 - ``score_range``: outside the definition's score range.
+
+Besides the counts (in the manifest), up to ``EXAMPLES_PER_REASON`` examples per
+reason are kept (``BuildResult.left_out``) for the snapshot page: which
+submission, and where (the row it repeats, its score, or the lines that quote
+which lines of which hidden file).
 """
 
 from __future__ import annotations
@@ -37,12 +46,12 @@ from .formats import (
     VersionStats,
     critique_row,
     preference_row,
-    review_texts,
     rl_row,
     schema_for,
     sft_row,
 )
-from .models import ExportFormat
+from .guard import Quote
+from .models import ExportFormat, LeftOutReason
 from .source import SubmissionData, VersionData
 from .spec import SPLITS, Spec
 from .splits import split_of
@@ -55,6 +64,17 @@ EXPLANATION = "explanation"  # the rubric criterion that approves an explanation
 PAIR_CHUNK = 1000
 EPSILON = 1e-9
 YOUNG_COLLECTION_EVERY = 50_000  # new container objects; Python's default is 700
+EXAMPLES_PER_REASON = 100
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """One row left out, and why (see ``exports.models.LeftOutRow``)."""
+
+    reason: str
+    task_version_id: int
+    submission_id: int | None
+    detail: dict[str, Any]
 
 
 @dataclass
@@ -69,6 +89,7 @@ class BuildResult:
     # The JSON lines' tar.gz members and SHA-256 digests, made during the build.
     archive_parts: dict[Path, ArchivePart] = field(default_factory=dict)
     sha256: dict[Path, str] = field(default_factory=dict)
+    left_out: list[LeftOut] = field(default_factory=list)
 
 
 class Builder:
@@ -85,10 +106,11 @@ class Builder:
             name: SplitWriter(folder, name, self.schema, self._pool, parts) for name in SPLITS
         }
         self.skipped: Counter[str] = Counter()
+        self.left_out: list[LeftOut] = []
         self.tasks: dict[str, set[str]] = {name: set() for name in SPLITS}
         self.versions: dict[str, set[int]] = {name: set() for name in SPLITS}
         self._progress = progress
-        self._seen: set[bytes] = set()
+        self._seen: dict[bytes, int] = {}  # code key -> the submission written with it
         self._seen_task = ""
         self.done = self.total = 0
 
@@ -143,6 +165,7 @@ class Builder:
                 for writer in self.writers.values()
                 if writer.rows
             },
+            left_out=self.left_out,
         )
 
     # Shared steps ------------------------------------------------------------------------------
@@ -167,7 +190,7 @@ class Builder:
             chunk_size=source.CHUNK,
         ):
             if version.slug != self._seen_task:  # a task's versions come one after another
-                self._seen_task, self._seen = version.slug, set()
+                self._seen_task, self._seen = version.slug, {}
             yield version, chunk
             self._tick(len(chunk))
 
@@ -177,28 +200,58 @@ class Builder:
             rows = sum(writer.rows for writer in self.writers.values())
             self._progress(self.total if final else self.done, self.total, rows)
 
-    def _in_range(self, submission: SubmissionData) -> bool:
+    def _leave_out(
+        self, reason: LeftOutReason, version: VersionData, submission: int | None, **detail: Any
+    ) -> None:
+        self.skipped[reason.value] += 1
+        if self.skipped[reason.value] <= EXAMPLES_PER_REASON:
+            self.left_out.append(LeftOut(reason.value, version.id, submission, detail))
+
+    def _in_range(self, version: VersionData, submission: SubmissionData) -> bool:
         low, high = self.spec.filters.score_min, self.spec.filters.score_max
         if (low is not None and submission.score < low - EPSILON) or (
             high is not None and submission.score > high + EPSILON
         ):
-            self.skipped["score_range"] += 1
+            self._leave_out(
+                LeftOutReason.SCORE_RANGE,
+                version,
+                submission.id,
+                score=submission.score,
+                min=low,
+                max=high,
+            )
             return False
         return True
 
-    def _first_copy(self, submission: SubmissionData) -> bool:
+    def _first_copy(self, version: VersionData, submission: SubmissionData) -> bytes | None:
+        """The submission's code key, or None when a row written earlier has its code."""
         key = submission.code_key or solution_key(submission.files)
-        if key in self._seen:
-            self.skipped["duplicate"] += 1
+        written = self._seen.get(key)
+        if written is not None:
+            self._leave_out(LeftOutReason.DUPLICATE, version, submission.id, same_as=written)
+            return None
+        return key
+
+    def _clean(
+        self, version: VersionData, submission: int | None, parts: Sequence[tuple[str, str]]
+    ) -> bool:
+        quote = version.guard.find(parts)
+        if quote is not None:
+            self._quoting(version, submission, quote)
             return False
-        self._seen.add(key)
         return True
 
-    def _clean(self, version: VersionData, *texts: str) -> bool:
-        if version.guard.quotes_hidden(*texts):
-            self.skipped["hidden_content"] += 1
-            return False
-        return True
+    def _quoting(self, version: VersionData, submission: int | None, quote: Quote) -> None:
+        self._leave_out(
+            LeftOutReason.HIDDEN_CONTENT,
+            version,
+            submission,
+            part=quote.part,
+            lines=list(quote.lines),
+            hidden_path=quote.hidden_path,
+            hidden_lines=list(quote.hidden_lines),
+            matched=quote.matched,
+        )
 
     # Formats -----------------------------------------------------------------------------------
 
@@ -207,11 +260,16 @@ class Builder:
         for version, chunk in self._chunks(versions):
             for submission in chunk:
                 code = [f for f in submission.files if not is_explanation(f[0])]
-                if not code or not self._in_range(submission) or not self._first_copy(submission):
+                if not code or not self._in_range(version, submission):
+                    continue
+                key = self._first_copy(version, submission)
+                if key is None:
                     continue
                 explanation = self._explanation(submission, approvals[version.id])
-                text = render_solution(code, explanation)
-                if self._clean(version, text):
+                parts = [*code, *([("explanation", explanation)] if explanation else [])]
+                if self._clean(version, submission.id, parts):
+                    self._seen[key] = submission.id
+                    text = render_solution(code, explanation)
                     yield version, sft_row(version, submission, text, explained=bool(explanation))
 
     def _explanation(self, submission: SubmissionData, approval: float | None) -> str:
@@ -227,28 +285,37 @@ class Builder:
         stats = {v.id: VersionStats() for v in versions}
         for version, chunk in self._chunks(versions, files=False):
             for submission in chunk:
-                if self._in_range(submission):
+                if self._in_range(version, submission):
                     counts = stats[version.id]
                     counts.submissions += 1
                     counts.accepted += submission.verdict == "accepted"
                     counts.score_sum += submission.score
         for version in versions:  # every version, with submissions or not
             row = rl_row(version, stats[version.id])
-            if self._clean(version, row["rubric"]):
+            if self._clean(version, None, [("rubric", row["rubric"])]):
                 yield version, row
 
     def _critique(self, versions: Sequence[VersionData]) -> Iterator[Row]:
-        rubric_quotes = {v.id: v.guard.quotes_hidden(v.rubric) for v in versions}
+        rubric_quotes = {v.id: v.guard.find([("rubric", v.rubric)]) for v in versions}
         for version, chunk in self._chunks(versions, reviews=True):
             for submission in chunk:
-                if not submission.reviews or not self._in_range(submission):
+                if not submission.reviews or not self._in_range(version, submission):
                     continue  # reviews of an earlier grading only: nothing current
-                if not self._first_copy(submission):
+                key = self._first_copy(version, submission)
+                if key is None:
                     continue
-                text = render_solution(submission.files)
-                if rubric_quotes[version.id]:
-                    self.skipped["hidden_content"] += 1
-                elif self._clean(version, "\n".join([text, *review_texts(submission)])):
+                rubric_quote = rubric_quotes[version.id]
+                if rubric_quote is not None:
+                    self._quoting(version, submission.id, rubric_quote)
+                    continue
+                reviews = [
+                    (f"review {n}", text)
+                    for n, review in enumerate(submission.reviews, start=1)
+                    for text in review.texts()
+                ]
+                if self._clean(version, submission.id, [*submission.files, *reviews]):
+                    self._seen[key] = submission.id
+                    text = render_solution(submission.files)
                     yield version, critique_row(version, submission, text)
 
     def _preference(self, versions: Sequence[VersionData]) -> Iterator[Row]:
@@ -261,9 +328,11 @@ class Builder:
                 sides = {}
             current = version
             for submission in chunk:
-                if not self._in_range(submission) or not self._first_copy(submission):
+                if not self._in_range(version, submission):
                     continue
-                if self._clean(version, render_solution(submission.files)):
+                key = self._first_copy(version, submission)
+                if key is not None and self._clean(version, submission.id, submission.files):
+                    self._seen[key] = submission.id
                     sides[submission.id] = Side(
                         id=submission.id,
                         model=submission.model,

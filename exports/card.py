@@ -57,6 +57,23 @@ FORMAT_NOTES = {
 }
 
 
+LEFT_OUT = {
+    "duplicate": (
+        "a solution whose code is the same as a row already written for the same task, "
+        "once comments and whitespace are removed; file names, file order and explanation "
+        "files do not count. Solutions that differ in anything else (a name, a constant, a "
+        "docstring) are separate rows, however much boilerplate they share."
+    ),
+    "hidden_content": (
+        "a row whose text quotes a hidden file of its task (the reference, the expert "
+        "solution, a negative example, a hidden test): a run of lines only that file has, "
+        "in its order. Imports, the interface every solution declares, what the task shows "
+        "solvers, common idioms and lines found in several tasks' files prove nothing."
+    ),
+    "score_range": "a row whose score is outside the definition's score range.",
+}
+
+
 def platform_version() -> str:
     try:
         return metadata.version("benchwright")
@@ -123,6 +140,8 @@ def _body(*, slug: str, version: int, spec: Mapping[str, Any], result: BuildResu
     lines += ["Each split is also in `data/<split>.jsonl`, one JSON object a line.", ""]
     lines += ["## Source", "", f"Export definition `{slug}`, version {version}:", ""]
     lines += ["```json", json.dumps(spec, indent=2, sort_keys=True, ensure_ascii=False), "```"]
+    lines += ["", "## What is left out", ""]
+    lines += [f"- {key.replace('_', ' ')}: {text}" for key, text in LEFT_OUT.items()]
     if result.skipped:
         lines += ["", "Left out while building:", ""]
         lines += [f"- {key.replace('_', ' ')}: {n}" for key, n in result.skipped.items()]

@@ -27,7 +27,6 @@ includes them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -275,8 +274,3 @@ def critique_row(version: VersionData, submission: SubmissionData, solution: str
     if submission.identity is not None:
         row |= identity_columns(submission.identity)
     return row
-
-
-def review_texts(submission: SubmissionData) -> Sequence[str]:
-    """Everything reviewers wrote about a submission (what the guard must read)."""
-    return [text for review in submission.reviews for text in review.texts()]

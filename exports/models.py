@@ -196,3 +196,43 @@ class Snapshot(TimeStamped):
         if not self.items_total:
             return 0
         return min(99, int(100 * self.items_done / self.items_total))
+
+
+class LeftOutReason(models.TextChoices):
+    DUPLICATE = "duplicate", "Duplicate of an exported row"
+    HIDDEN_CONTENT = "hidden_content", "Quotes a hidden task file"
+    SCORE_RANGE = "score_range", "Score outside the definition's range"
+
+
+class LeftOutRow(TimeStamped):
+    """An example of a row a build left out, and why: up to
+    ``exports.build.EXAMPLES_PER_REASON`` per reason and snapshot (the manifest has
+    the full counts). ``detail`` says where: the kept submission a duplicate
+    repeats, the score and range, or where a text quotes which hidden file (its
+    path and line numbers, never its content; pages show the path only to users
+    who may see the task's hidden files)."""
+
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="left_out")
+    reason = models.CharField(max_length=20, choices=LeftOutReason.choices)
+    task_version = models.ForeignKey(
+        "tasks.TaskVersion", on_delete=models.CASCADE, related_name="+"
+    )
+    submission = models.ForeignKey(
+        "submissions.Submission", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["snapshot", "reason", "pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(reason__in=LeftOutReason.values), name="left_out_reason_valid"
+            )
+        ]
+        indexes = [
+            # A snapshot page's examples, by reason.
+            models.Index(fields=["snapshot", "reason"], name="left_out_snapshot_reason"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reason} in snapshot {self.snapshot_id}"

@@ -39,6 +39,7 @@ from .models import (
     SNAPSHOT_TRANSITIONS,
     DefinitionVersion,
     ExportDefinition,
+    LeftOutRow,
     Snapshot,
     SnapshotStatus,
 )
@@ -295,19 +296,35 @@ def _build(snapshot: Snapshot, attempt: int) -> None:
         for path in files:
             _store(f"{prefix}/{path.relative_to(folder).as_posix()}", path)
         archive_name = _store(f"{prefix}.tar.gz", archive)
-        _finish(
-            snapshot.pk,
-            attempt,
-            SnapshotStatus.SUCCEEDED,
-            storage_prefix=prefix,
-            archive_name=archive_name,
-            archive_sha256=file_sha256(archive),
-            archive_bytes=archive.stat().st_size,
-            manifest=json.loads((folder / "manifest.json").read_text(encoding="utf-8")),
-            items_done=result.items_total,
-            items_total=result.items_total,
-            rows_written=sum(result.rows.values()),
+        with transaction.atomic():
+            _finish(
+                snapshot.pk,
+                attempt,
+                SnapshotStatus.SUCCEEDED,
+                storage_prefix=prefix,
+                archive_name=archive_name,
+                archive_sha256=file_sha256(archive),
+                archive_bytes=archive.stat().st_size,
+                manifest=json.loads((folder / "manifest.json").read_text(encoding="utf-8")),
+                items_done=result.items_total,
+                items_total=result.items_total,
+                rows_written=sum(result.rows.values()),
+            )
+            _record_left_out(snapshot.pk, result)
+
+
+def _record_left_out(snapshot_id: int, result: BuildResult) -> None:
+    """The build's examples of rows left out, for the snapshot page."""
+    LeftOutRow.objects.bulk_create(
+        LeftOutRow(
+            snapshot_id=snapshot_id,
+            reason=item.reason,
+            task_version_id=item.task_version_id,
+            submission_id=item.submission_id,
+            detail=item.detail,
         )
+        for item in result.left_out
+    )
 
 
 def _finish(snapshot_id: int, attempt: int, status: str, **fields: Any) -> None:

@@ -138,7 +138,12 @@ def snapshot_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if request.headers.get("HX-Request") == "true"
         else "exports/snapshot.html"
     )
-    response = render(request, template, {"snapshot": snapshot, "section": SECTION})
+    context = {
+        "snapshot": snapshot,
+        "left_out": selectors.left_out_for_user(request.user, snapshot),
+        "section": SECTION,
+    }
+    response = render(request, template, context)
     # The same URL answers with a fragment or a page: caches must keep them apart.
     patch_vary_headers(response, ["HX-Request"])
     return response

@@ -404,5 +404,125 @@ def world(shared_world, db) -> World:
     return shared_world
 
 
+# The catalog, imported ------------------------------------------------------------------------
+
+CATALOG = Path(__file__).resolve().parents[2] / "reference_solutions"
+HONEST = Path(__file__).resolve().parent / "corpus" / "honest"
+# Catalog tasks with a recorded accepted grading, the recording, and two honest
+# solutions from the corpus (written from the statement; see exports.guard_check).
+GRADED_TASKS = {
+    "cpu-causal-softmax": ("causal-softmax-solution", ("masked_rows_cpp.py", "tile_of_rows.py")),
+    "cpu-add-layernorm": ("add-layernorm-solution", ("two_pass_rows.py", "welford_kernel.py")),
+    "cpu-masked-mean-pool": ("masked-mean-pool-solution", ("count_then_sum.py", "index_list.py")),
+}
+
+
+@dataclass
+class Catalog:
+    admin: Any  # imported the catalog: the tasks' owner
+    exporter: Any
+    submitter: Any
+    reviewers: list[Any]
+    tasks: dict[str, Task]
+    accepted: dict[str, list[Submission]] = field(default_factory=dict)
+
+
+def honest_code(slug: str, name: str) -> str:
+    return (HONEST / slug / name).read_text(encoding="utf-8")
+
+
+def import_catalog() -> Catalog:
+    """Every catalog bundle imported and published as ``manage.py import_tasks`` does."""
+    from tasks.bundle import load_bundle
+
+    admin = factories.make_user(roles.ADMIN, username="catalog-admin")
+    tasks = {}
+    for folder in sorted(p for p in CATALOG.iterdir() if (p / "task.toml").exists()):
+        bundle = load_bundle(folder)
+        task_services.bundle_import(bundle=bundle, user=admin, publish=True)
+        tasks[bundle.slug] = Task.objects.get(slug=bundle.slug)
+    return Catalog(
+        admin=admin,
+        exporter=exporter("catalog-exporter"),
+        submitter=factories.make_user(roles.API_CLIENT, username="catalog-client"),
+        reviewers=[factories.make_user(roles.REVIEWER) for _ in range(2)],
+        tasks=tasks,
+    )
+
+
+def graded_with(
+    version: TaskVersion, submitter: Any, files: dict[str, str], recording: str, *, model: str
+) -> Submission:
+    """A submission graded with a recorded report and put in the review queue."""
+    submission = factories.make_submission(version, submitter=submitter, files=files)
+    Submission.objects.filter(pk=submission.pk).update(model_name=model)
+    assert submission_services.submission_claim(submission_id=submission.pk)
+    submission_services.grading_store(
+        submission_id=submission.pk, attempt=1, report=recorded.report(recording)
+    )
+    review_services.review_queue_enter(submission_id=submission.pk)
+    submission.refresh_from_db()
+    return submission
+
+
+def review_next(reviewer: Any, *, level: str, decision: str = "accept") -> Submission:
+    """The reviewer claims the next item in the queue and reviews it, every human
+    criterion at its lowest or highest level."""
+    slot = review_services.assignment_claim_next(reviewer=reviewer)
+    assert slot is not None, "nothing in the queue"
+    version = slot.submission.task_version
+    human = Criterion.objects.filter(rubric__version=version, kind=CriterionKind.HUMAN)
+    scores = {
+        c.key: review_services.ScoreInput(
+            level=(max if level == "high" else min)(lvl["score"] for lvl in c.levels)
+        )
+        for c in human
+    }
+    review_services.review_submit(
+        assignment_id=slot.pk,
+        reviewer=reviewer,
+        data=review_services.ReviewInput(
+            decision=decision, feedback="Reads well; the masked range is handled.", scores=scores
+        ),
+    )
+    return slot.submission
+
+
+def build_catalog_world() -> Catalog:
+    """The catalog imported; per graded task, two honest solutions graded with the
+    task's recorded accepted report and accepted by a reviewer, one rated at the
+    top of every human criterion, the other at the bottom."""
+    catalog = import_catalog()
+    for slug, (recording, names) in GRADED_TASKS.items():
+        assert recorded.task_slug(recording) == slug
+        version = catalog.tasks[slug].current_version
+        assert version is not None
+        catalog.accepted[slug] = [
+            graded_with(
+                version,
+                catalog.submitter,
+                {"solution.py": honest_code(slug, name)},
+                recording,
+                model=f"model-{n}",
+            )
+            for n, name in enumerate(names)
+        ]
+    for number in range(2 * len(GRADED_TASKS)):
+        review_next(catalog.reviewers[number % 2], level="high" if number % 2 == 0 else "low")
+    return catalog
+
+
+@pytest.fixture(scope="module")
+def shared_catalog(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock(), transaction.atomic():
+        yield build_catalog_world()
+        transaction.set_rollback(True)
+
+
+@pytest.fixture
+def catalog(shared_catalog, db) -> Catalog:
+    return shared_catalog
+
+
 def deep(value: Any) -> Any:
     return copy.deepcopy(value)

@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.files.storage import default_storage
 
-from exports.guard import HiddenGuard
 from reviews.models import ReviewAssignment
 from tests.exports.conftest import (
     EXPERT,
@@ -106,7 +105,7 @@ def test_a_submission_that_copies_a_hidden_file_is_withheld(world):
 def test_a_review_that_quotes_a_hidden_file_is_withheld(world):
     task = world.tasks[1]
     submission = graded(task.current_version, world.submitter, {"solution.py": "y = 2\n"})
-    quote = "\n".join(REFERENCE.splitlines()[8:13])  # the reference's forward()
+    quote = "\n".join(REFERENCE.splitlines()[8:16])  # the reference's forward and inputs
     assert "expected_scale" in quote
     review(world.reviewers[0], submission, feedback=f"The reference does:\n{quote}\nso should you.")
 
@@ -114,6 +113,11 @@ def test_a_review_that_quotes_a_hidden_file_is_withheld(world):
 
     assert submission.pk not in {row["submission_id"] for row in all_rows(snapshot)}
     assert snapshot.manifest["skipped"]["hidden_content"] == 1
+    (left_out,) = snapshot.left_out.filter(reason="hidden_content")
+    assert left_out.submission_id == submission.pk
+    assert left_out.detail["part"] == "review 1"
+    assert left_out.detail["hidden_path"] == "reference.py"
+    assert left_out.detail["hidden_lines"] == [11, 16]
     assert leaks(snapshot, ["expected_scale"]) == []
     assert ReviewAssignment.objects.filter(submission=submission, status="submitted").exists()
 
@@ -133,22 +137,3 @@ def test_identities_are_written_only_when_asked_for_and_built_by_an_admin(world,
     assert json.loads(row["labels"]) == {"team": LABEL}
     schema = pq.read_schema(snapshot_folder(by_admin) / "data" / "train.parquet")
     assert schema.field("submitter").type == pa.string()
-
-
-def test_the_guard_flags_runs_of_hidden_lines_that_no_prompt_file_shows():
-    hidden = "def forward(self, x):\n    first_hidden_line = 1\n    second_hidden_line = 2\n"
-    hidden += "    third_hidden_line = 3\n"
-    shown = "def forward(self, x):\n"
-    guard = HiddenGuard([hidden], [shown])
-
-    assert guard.quotes_hidden(
-        "first_hidden_line = 1\nsecond_hidden_line = 2\nthird_hidden_line = 3"
-    )
-    assert not guard.quotes_hidden(
-        "first_hidden_line = 1\nother_line_here = 0\nthird_hidden_line = 3"
-    )
-    # A line the prompt shows proves nothing, and short lines are ignored.
-    assert not guard.quotes_hidden("def forward(self, x):\n    x = 1\n    y = 2\n")
-    assert HiddenGuard(["one_single_hidden_line = 7\n"], []).quotes_hidden(
-        "  one_single_hidden_line = 7"
-    )
