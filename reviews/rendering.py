@@ -214,7 +214,13 @@ def _bar(
 
 
 def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str) -> SafeString:
-    """A small column chart (e.g. reviews per day)."""
+    """A small column chart (e.g. reviews per day); a line saying so when every value is 0."""
+    if not any(values):
+        return format_html(
+            '<p class="empty chart-empty" role="img" aria-label="{}">No data yet: {}.</p>',
+            title,
+            title[:1].lower() + title[1:],
+        )
     width, height, bottom = 560, 150, 22
     top = max(values, default=0) or 1
     step = (width - 20) / max(len(values), 1)

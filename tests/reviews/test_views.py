@@ -374,3 +374,10 @@ def test_the_pair_screen_renders_two_recorded_accepted_reports(client, task, mak
     html = response.content.decode()
     assert html.count("data-verdict>accepted<") == 2
     assert "within noise" in html and "significant" in html
+
+
+def test_an_empty_chart_says_there_is_no_data_yet(client, make_reviewer):
+    logged_in(client, make_reviewer("r1"))
+    html = client.get(reverse("reviews-dashboard")).content.decode()
+    assert "No data yet: reviews per day." in html
+    assert '<svg class="bar-chart"' not in html
