@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import prefetch_related_objects
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
@@ -137,7 +137,10 @@ def task_history(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """Catalog health: tasks by kind and status, failing validations, the review queue."""
+    """Catalog health (tasks by kind and status, failing validations, the review queue)
+    for those who build the catalog; a client's dashboard is their submissions."""
+    if not {roles.AUTHOR, roles.REVIEWER, roles.ADMIN} & set(role_names(request.user)):
+        return redirect("submission-list")
     stats = selectors.dashboard(tasks_for_user(request.user))
     return render(request, "frontend/dashboard.html", {"section": "dashboard", **stats})
 

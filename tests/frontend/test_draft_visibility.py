@@ -25,3 +25,15 @@ def test_the_new_task_page_and_the_access_rule_agree() -> None:
         viewer = Client()
         viewer.force_login(factories.make_user(role))
         assert viewer.get(reverse("task-detail", args=[draft.slug])).status_code == status
+
+
+def test_a_clients_dashboard_is_their_submissions_not_the_catalog_health() -> None:
+    client = Client()
+    client.force_login(factories.make_user(roles.API_CLIENT))
+    response = client.get(reverse("dashboard"))
+    assert response.status_code == 302 and response.headers["Location"] == reverse(
+        "submission-list"
+    )
+    author = Client()
+    author.force_login(factories.make_user(roles.AUTHOR))
+    assert "Catalog health" in author.get(reverse("dashboard")).content.decode()
