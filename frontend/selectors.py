@@ -42,6 +42,9 @@ class ValidationRow:
     max_rel_error: float | None = None
     speedup: float | None = None
     significant: bool = False
+    speedup_scored: bool = False  # False under Triton's interpreter or for too short calls
+    unscored_reason: str = ""
+    error_not_finite: bool = False  # a failing trial's error was infinite or NaN
     timing_mode: str = ""
     reference_ms: float | None = None
     submission_ms: float | None = None
@@ -65,6 +68,13 @@ def validation_row(result: ValidationResult) -> ValidationRow:
         max_rel_error=_largest([t.get("max_rel_error") for t in trials]),
         speedup=report.get("speedup") if isinstance(report.get("speedup"), int | float) else None,
         significant=bool(timing.get("significant")),
+        speedup_scored=timing.get("scored") is True,
+        unscored_reason=str(timing.get("unscored_reason") or report.get("timing_mode") or ""),
+        # A trial that failed with no error figure failed on a non-finite one (inf, NaN):
+        # the largest finite figure of the other trials would say "tiny".
+        error_not_finite=any(
+            not t.get("ok") and t.get("max_abs_error") is None and t.get("shapes") for t in trials
+        ),
         timing_mode=str(report.get("timing_mode") or ""),
         reference_ms=_median_ms(timing, "reference"),
         submission_ms=_median_ms(timing, "submission"),

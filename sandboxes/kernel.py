@@ -276,11 +276,12 @@ class _Grading:
             f"correct on {len(self.shapes)} shape set(s) x {self.trials} trials "
             f"and {self.report.checked_calls} checked calls"
         )
-        if timing:
+        if timing and timing.scored:
             note = "significant" if timing.significant else "not significant"
-            if not timing.scored:
-                note = f"{timing.timing_mode} timing, not scored: {timing.unscored_reason}"
             reason += f"; speedup {timing.speedup:.2f}x ({note})"
+        elif timing:
+            # The figure is in the timing section; a reason quoting it reads as a score.
+            reason += f"; timed ({timing.timing_mode}), not scored: {timing.unscored_reason}"
         return reason
 
     # -- failures of a side -----------------------------------------------------------
