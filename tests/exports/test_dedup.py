@@ -1,11 +1,22 @@
 """Exact and near-duplicate solutions are removed: the same code, recommented,
-reformatted or renamed, is one solution."""
+reformatted or renamed, is one solution; code that differs in anything else is
+another solution, however much boilerplate the two share."""
 
 from __future__ import annotations
 
 from submissions.fingerprint import is_explanation, normalise, solution_key
 from submissions.models import Submission
-from tests.exports.conftest import all_rows, build, define, graded, republish, solution
+from tasks.models import Task
+from tests.exports.conftest import (
+    EXPERT,
+    all_rows,
+    build,
+    define,
+    graded,
+    honest_code,
+    republish,
+    solution,
+)
 
 PYTHON = '''import torch  # the one import
 
@@ -98,3 +109,80 @@ def test_a_submission_without_a_stored_key_is_keyed_by_the_export(world):
     ids = {row["submission_id"] for row in all_rows(snapshot)}
     assert first_copy.pk in ids and again.pk not in ids
     assert snapshot.manifest["skipped"]["duplicate"] == len(world.tasks) + 1
+
+
+def fresh_version(world):
+    """The current version as the database has it (another test may have published
+    a version 2 of the first tasks, since rolled back, into the shared objects)."""
+    return Task.objects.get(pk=world.tasks[5].pk).current_version
+
+
+def _gelu(name: str) -> str:
+    return honest_code("gelu", name)
+
+
+def test_similar_solutions_that_differ_in_substance_are_separate_rows(world):
+    """They share imports, the interface, the launch boilerplate and most lines."""
+    version = fresh_version(world)
+    flat = _gelu("sigmoid_form.py")
+    bigger_blocks = flat.replace("BLOCK_SIZE=1024", "BLOCK_SIZE=4096")
+    exp2 = flat.replace("tl.exp(-2.0 * z)", "tl.exp2(-2.8853900817779268 * z)")
+    assert bigger_blocks != flat and exp2 != flat
+    made = [
+        graded(version, world.submitter, {"solution.py": code})
+        for code in (flat, bigger_blocks, exp2, _gelu("clamped_tanh.py"))
+    ]
+
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+
+    ids = {row["submission_id"] for row in all_rows(snapshot)}
+    assert {s.pk for s in made} <= ids
+    assert snapshot.manifest["skipped"]["duplicate"] == len(world.tasks)
+
+
+def test_a_copy_recommented_reformatted_or_renamed_is_one_row(world):
+    version = fresh_version(world)
+    original = _gelu("sigmoid_form.py")
+    recommented = original.replace('"""GELU, tanh approximation, in one pass.', '"""GELU.').replace(
+        "    pid = tl.program_id(axis=0)\n",
+        "    # one block per program\n    pid = tl.program_id(axis=0)\n",
+    )
+    reformatted = original.replace(
+        "(x_ptr, y_ptr, n_elements, BLOCK_SIZE", "(\n    x_ptr, y_ptr, n_elements, BLOCK_SIZE"
+    )
+    first = graded(version, world.submitter, {"solution.py": original})
+    copies = [
+        graded(version, world.submitter, files)
+        for files in (
+            {"solution.py": original.replace("# noqa: E731", "# one program per block")},
+            {"kernel.py": reformatted},
+            {"solution.py": original, "explanation.md": "Sigmoid form: no inf / inf.\n"},
+        )
+    ]
+    assert recommented != original  # a docstring is code: that one is not a copy
+    different = graded(version, world.submitter, {"solution.py": recommented})
+
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+
+    ids = {row["submission_id"] for row in all_rows(snapshot)}
+    assert first.pk in ids and different.pk in ids
+    assert not {c.pk for c in copies} & ids
+    assert snapshot.manifest["skipped"]["duplicate"] == len(world.tasks) + len(copies)
+    same_as = {
+        r.submission_id: r.detail["same_as"] for r in snapshot.left_out.filter(reason="duplicate")
+    }
+    assert all(same_as[c.pk] == first.pk for c in copies)
+
+
+def test_a_copy_of_a_row_left_out_for_hidden_content_is_not_called_a_duplicate(world):
+    version = fresh_version(world)
+    first = graded(version, world.submitter, {"solution.py": EXPERT})
+    again = graded(version, world.submitter, {"kernel.py": "# again\n" + EXPERT})
+
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+
+    assert snapshot.manifest["skipped"]["hidden_content"] == 2
+    withheld = set(
+        snapshot.left_out.filter(reason="hidden_content").values_list("submission", flat=True)
+    )
+    assert withheld == {first.pk, again.pk}
