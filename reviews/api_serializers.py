@@ -136,8 +136,23 @@ class CommentInSerializer(serializers.Serializer[Any]):
         return value
 
 
+class DecisionField(serializers.ChoiceField):
+    """A reviewer's decision: ``accept``, ``reject``, ``needs_fix``; the outcome's spelling
+    (``accepted``, ``rejected``), which export filters use, means the same."""
+
+    ALIASES = {"accepted": Decision.ACCEPT, "rejected": Decision.REJECT}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=Decision.choices, **kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and data in self.ALIASES:
+            data = str(self.ALIASES[data])
+        return super().to_internal_value(data)
+
+
 class ReviewBodySerializer(serializers.Serializer[Any]):
-    decision = serializers.ChoiceField(choices=Decision.choices)
+    decision = DecisionField()
     feedback = serializers.CharField(max_length=MAX_TEXT)
     scores = ScoreInSerializer(many=True)
     comments = CommentInSerializer(many=True, required=False, default=list)

@@ -82,6 +82,21 @@ def test_submit_list_and_read_a_review(task, make_reviewer):
     assert api.get(f"/api/v1/reviews/{review['id']}/").json()["feedback"] == "Good."
 
 
+@pytest.mark.parametrize(("sent", "stored"), [("rejected", "reject"), ("accepted", "accept")])
+def test_the_outcome_spelling_of_a_decision_means_the_same(task, make_reviewer, sent, stored):
+    # Export filters say "accepted"/"rejected" (outcomes); a review may say either.
+    graded(task)
+    api = bearer(token_for(make_reviewer("r1")))
+    item = api.post("/api/v1/reviews/next/").json()
+
+    wrong = api.post("/api/v1/reviews/", review_body(item["id"], decision="maybe"), format="json")
+    created = api.post("/api/v1/reviews/", review_body(item["id"], decision=sent), format="json")
+
+    assert wrong.status_code == 400 and "maybe" in wrong.json()["error"]["message"]
+    assert created.status_code == 201, created.json()
+    assert created.json()["decision"] == stored
+
+
 def test_a_review_with_a_bad_level_is_a_400_and_changes_nothing(task, make_reviewer):
     graded(task)
     api = bearer(token_for(make_reviewer("r1")))
