@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
@@ -120,7 +121,8 @@ if ENVIRONMENT == "test":
     from benchwright.templating import MissingVariable
 
     # A template that looks up something the data does not have fails its test.
-    TEMPLATES[0]["OPTIONS"]["string_if_invalid"] = MissingVariable("%s")
+    options: dict[str, Any] = TEMPLATES[0]["OPTIONS"]  # type: ignore[assignment]
+    options["string_if_invalid"] = MissingVariable("%s")
 
 DATABASES = {
     "default": database_from_url(

@@ -11,6 +11,7 @@ missing variables rendering empty, so theirs are left alone.
 from __future__ import annotations
 
 import sys
+from types import FrameType
 
 from django.template import TemplateSyntaxError
 from django.template.base import Node
@@ -18,7 +19,7 @@ from django.template.base import Node
 
 def _rendering_node() -> Node | None:
     """The template node being rendered: the nearest ``self`` up the stack that is one."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         candidate = frame.f_locals.get("self")
         if isinstance(candidate, Node):

@@ -52,7 +52,7 @@ class ValidationRow:
     logs: dict[str, str] = field(default_factory=dict)
 
 
-def _largest(values: list[Any]) -> float | None:
+def largest(values: list[Any]) -> float | None:
     numbers = [float(v) for v in values if isinstance(v, int | float)]
     return max(numbers) if numbers else None
 
@@ -64,8 +64,8 @@ def validation_row(result: ValidationResult) -> ValidationRow:
     return ValidationRow(
         result=result,
         reason=str(report.get("reason") or ""),
-        max_abs_error=_largest([t.get("max_abs_error") for t in trials]),
-        max_rel_error=_largest([t.get("max_rel_error") for t in trials]),
+        max_abs_error=largest([t.get("max_abs_error") for t in trials]),
+        max_rel_error=largest([t.get("max_rel_error") for t in trials]),
         speedup=report.get("speedup") if isinstance(report.get("speedup"), int | float) else None,
         significant=bool(timing.get("significant")),
         speedup_scored=timing.get("scored") is True,
@@ -94,8 +94,8 @@ def validation_chart(rows: list[ValidationRow]) -> dict[str, Any] | None:
     timed = [r for r in rows if r.reference_ms is not None and r.submission_ms is not None]
     if not timed:
         return None
-    largest = max(max(r.reference_ms or 0, r.submission_ms or 0) for r in timed)
-    unit, scale = ("ms", 1.0) if largest >= 1 else ("\N{MICRO SIGN}s", 1000.0)
+    top = max(max(r.reference_ms or 0, r.submission_ms or 0) for r in timed)
+    unit, scale = ("ms", 1.0) if top >= 1 else ("\N{MICRO SIGN}s", 1000.0)
     return {
         "type": "bar",
         "labels": [r.result.path for r in timed],

@@ -19,6 +19,8 @@ from benchwright import roles
 from submissions import selectors as submission_selectors
 from submissions.models import GradingRun, Submission, SubmissionStatus
 
+from .selectors import largest
+
 # Statuses after which nothing about the submission changes without a person acting.
 SETTLED = frozenset(
     {SubmissionStatus.GRADED, SubmissionStatus.FAILED, SubmissionStatus.REVIEWED,
@@ -76,11 +78,6 @@ class ShapeRow:
         return self.passed == self.trials
 
 
-def _largest(values: list[Any]) -> float | None:
-    numbers = [float(v) for v in values if isinstance(v, int | float)]
-    return max(numbers) if numbers else None
-
-
 def shape_rows(report: dict[str, Any] | None) -> list[ShapeRow]:
     groups: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
     for trial in (report or {}).get("correctness") or []:
@@ -90,8 +87,8 @@ def shape_rows(report: dict[str, Any] | None) -> list[ShapeRow]:
             shape=shape,
             trials=len(trials),
             passed=sum(1 for t in trials if t.get("ok")),
-            max_abs_error=_largest([t.get("max_abs_error") for t in trials]),
-            max_rel_error=_largest([t.get("max_rel_error") for t in trials]),
+            max_abs_error=largest([t.get("max_abs_error") for t in trials]),
+            max_rel_error=largest([t.get("max_rel_error") for t in trials]),
             input_shapes=list(trials[0].get("shapes") or []),
             dtypes=list(trials[0].get("dtypes") or []),
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import prefetch_related_objects
@@ -34,6 +36,16 @@ def wants_fragment(request: HttpRequest) -> bool:
     )
 
 
+def page_or_fragment(
+    request: HttpRequest, page: str, fragment: str, context: dict[str, Any]
+) -> HttpResponse:
+    """The whole page, or for htmx only the fragment it swaps in."""
+    response = render(request, fragment if wants_fragment(request) else page, context)
+    # The same URL answers with a fragment or a page: caches must keep them apart.
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
 @login_required
 @require_GET
 def task_list(request: HttpRequest) -> HttpResponse:
@@ -49,12 +61,9 @@ def task_list(request: HttpRequest) -> HttpResponse:
         "user_roles": user_roles,  # the frame shows them too: read once
         "can_author": bool({roles.AUTHOR, roles.ADMIN} & set(user_roles)),
     }
-    fragment = wants_fragment(request)
-    template = "frontend/tasks/_table.html" if fragment else "frontend/tasks/list.html"
-    response = render(request, template, context)
-    # The same URL answers with a fragment or a page: caches must keep them apart.
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    return page_or_fragment(
+        request, "frontend/tasks/list.html", "frontend/tasks/_table.html", context
+    )
 
 
 @login_required
@@ -178,15 +187,13 @@ def submission_list(request: HttpRequest) -> HttpResponse:
         "task": task,
         "verdict": verdict,
         "query": request.GET.urlencode(),
-        "grading": any(row["submission"].status in submission_pages.GRADING for row in rows),
+        "grading": any(s.status in submission_pages.GRADING for s in page),
         "tasks": sorted(set(visible.values_list("task_version__task__slug", flat=True))),
         "verdicts": sorted(set(visible.exclude(verdict="").values_list("verdict", flat=True))),
     }
-    fragment = wants_fragment(request)
-    template = "frontend/submissions/_table.html" if fragment else "frontend/submissions/list.html"
-    response = render(request, template, context)
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    return page_or_fragment(
+        request, "frontend/submissions/list.html", "frontend/submissions/_table.html", context
+    )
 
 
 @login_required
@@ -197,10 +204,6 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
     submission = get_object_or_404(submission_pages.visible_submissions(request.user), pk=pk)
     context = {"section": "submissions", **submission_pages.page_context(request.user, submission)}
     context["timing_chart"] = timing_chart(context["timing"])
-    fragment = wants_fragment(request)
-    template = (
-        "frontend/submissions/_detail.html" if fragment else "frontend/submissions/detail.html"
+    return page_or_fragment(
+        request, "frontend/submissions/detail.html", "frontend/submissions/_detail.html", context
     )
-    response = render(request, template, context)
-    patch_vary_headers(response, ["HX-Request"])
-    return response
