@@ -1,6 +1,16 @@
-"""Dataset export throughput and memory on PostgreSQL.
+"""Dataset export throughput and memory on PostgreSQL, and how well the
+hidden-content guard tells quoting from honest code.
 
     .venv/bin/python bench/export.py [--submissions 100000] [--tasks 50]
+    .venv/bin/python bench/export.py --guard-only
+
+First, in a child process and without a database, the guard is measured on the
+catalog (``exports.guard_check``): the honest corpus (solutions written from the
+statements, tests/exports/corpus/honest), of which none may be withheld, and
+every distinctive passage of a hidden file (reference, expert solution,
+negative) pasted into honest code, all of which must be caught; once with the
+catalog's tasks as the platform's other tasks, once for a task alone. Prints
+both figures; ``--guard-only`` stops there and writes bench/results/export-guard.json.
 
 Creates a scratch database (``benchwright_bench_export``, dropped afterwards),
 migrates it, and bulk-loads (COPY) ``--submissions`` synthetic submissions
@@ -35,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DB_NAME = "benchwright_bench_export"
 PG = os.environ.get("BENCH_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 RESULTS = ROOT / "bench" / "results" / "export.json"
+GUARD_RESULTS = ROOT / "bench" / "results" / "export-guard.json"
 FORMATS = ("sft", "preference", "rl", "critique")
 TARGET_ROWS_PER_S = 20_000
 TARGET_PEAK_RSS_MB = 300
@@ -602,6 +613,40 @@ def _review_scores(plan: list[Any], when: Any) -> Any:
             yield (pk, when(sub), when(sub), sub, criteria[key], points, "", automatic, False, "")
 
 
+def guard_figures() -> dict[str, Any]:
+    """The guard on the catalog's honest and pasted corpora, both ways of building it."""
+    setup_django()
+    from exports import guard_check
+
+    started = time.perf_counter()
+    figures = [guard_check.measure(mode).as_dict() for mode in ("shared", "alone")]
+    return {
+        "passage_lines": guard_check.PASSAGE_LINES,
+        "distinctive_lines": guard_check.DISTINCTIVE_LINES,
+        "seconds": round(time.perf_counter() - started, 2),
+        "modes": figures,
+    }
+
+
+def report_guard(guard: dict[str, Any]) -> None:
+    print(
+        f"hidden-content guard on the catalog (passages of {guard['passage_lines']} lines, "
+        f"{guard['distinctive_lines']} of them distinctive; {guard['seconds']} s):"
+    )
+    for m in guard["modes"]:
+        alone = "a task alone" if m["mode"] == "alone" else f"{m['tasks']} tasks together"
+        print(
+            f"  {alone:>18}: honest corpus {m['honest_submissions']} submissions, "
+            f"{m['honest_withheld']} withheld (false positives); pasted corpus "
+            f"{m['pasted_submissions']} submissions from {m['hidden_files']} hidden files, "
+            f"{m['pasted_caught']} caught (recall {100 * m['recall']:.1f}%); "
+            f"passages whose lines need no name of their own: "
+            f"{m['lines_only_caught']} of {m['lines_only_pasted']} caught"
+        )
+        for line in m["withheld_examples"] + m["missed_examples"]:
+            print(f"    {line}")
+
+
 def export(fmt: str) -> dict[str, Any]:
     """Build one snapshot as the job does; report its rate and this process's peak RSS."""
     import resource
@@ -656,14 +701,26 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=50)
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--runs", type=int, default=3, help="builds per format; the best counts")
+    parser.add_argument(
+        "--guard-only", action="store_true", help="measure the hidden-content guard only"
+    )
     parser.add_argument("--child-seed", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-export", help=argparse.SUPPRESS)
+    parser.add_argument("--child-guard", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_seed:
         print(json.dumps(seed(args.submissions, args.tasks)))
         return
     if args.child_export:
         print(json.dumps(export(args.child_export)))
+        return
+    if args.child_guard:
+        print(json.dumps(guard_figures()))
+        return
+    guard = run_child(["--child-guard"], media=tempfile.gettempdir())
+    report_guard(guard)
+    if args.guard_only:
+        write_results(GUARD_RESULTS, {"benchmark": "export-guard", "guard": guard})
         return
     recreate_database()
     try:
@@ -685,10 +742,19 @@ def main() -> None:
             ]
     finally:
         drop_database()
-    report(args, seeded, results)
+    report(args, seeded, results, guard)
 
 
-def report(args: argparse.Namespace, seeded: dict[str, Any], results: list[Any]) -> None:
+def write_results(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stamp = {"when": datetime.now(UTC).isoformat(timespec="seconds")}
+    path.write_text(json.dumps(stamp | data, indent=2) + "\n")
+    print(f"wrote {path.relative_to(ROOT)}")
+
+
+def report(
+    args: argparse.Namespace, seeded: dict[str, Any], results: list[Any], guard: dict[str, Any]
+) -> None:
     for r in results:
         print(
             f"{r['format']:>10}: {r['rows']:>7,} rows from {r['items_read']:,} submissions in "
@@ -708,24 +774,19 @@ def report(args: argparse.Namespace, seeded: dict[str, Any], results: list[Any])
             f"{'met' if rate >= TARGET_ROWS_PER_S else 'NOT met'}; "
             f"{r['peak_rss_mb']} MB {'met' if r['peak_rss_mb'] < TARGET_PEAK_RSS_MB else 'NOT met'}"
         )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
-        json.dumps(
-            {
-                "benchmark": "export",
-                "when": datetime.now(UTC).isoformat(timespec="seconds"),
-                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                "submissions": args.submissions,
-                "task_versions": args.tasks,
-                "seeded": seeded,
-                "targets": {"rows_per_s": TARGET_ROWS_PER_S, "peak_rss_mb": TARGET_PEAK_RSS_MB},
-                "results": results,
-            },
-            indent=2,
-        )
-        + "\n"
+    write_results(
+        RESULTS,
+        {
+            "benchmark": "export",
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "submissions": args.submissions,
+            "task_versions": args.tasks,
+            "seeded": seeded,
+            "targets": {"rows_per_s": TARGET_ROWS_PER_S, "peak_rss_mb": TARGET_PEAK_RSS_MB},
+            "results": results,
+            "guard": guard,
+        },
     )
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -14,16 +14,23 @@ interface every solution declares (``class ModelNew``, ``def forward(...)``,
 decorators, not lines too short to prove anything, and not *common* lines:
 a built-in list of idioms every Triton, PyTorch or C++ extension writer uses
 (``BOILERPLATE``), lines of any task's public files, and lines found in the
-files of two or more different tasks (``CommonLines``). A text quotes a hidden
-file when ``RUN`` of that file's distinctive lines follow one another in it as
-they follow one another in the file: lines that prove nothing may sit between
-them in either, but any other line breaks the run. A hidden file with fewer
-distinctive lines than ``RUN`` is quoted by all of them.
+files of two or more different tasks (``CommonLines``).
+
+A text quotes a hidden file when distinctive lines of that file follow one
+another in it as they follow one another in the file, worth ``RUN`` together:
+lines that prove nothing may sit between them in either, but any other line
+breaks the run. A line counts 1 when it holds a name, word or number of its
+own, and ``GENERIC_WEIGHT`` when it is made only of common ones (the
+``VOCABULARY``, every token of the platform's public files and of two or more
+tasks): independent solutions converge on such lines (``mask = cols < d``,
+``a = tl.load(x_ptr + row * 2 * d + cols, mask=mask, other=0.0)``), so it
+takes twice as many of them. A hidden file whose distinctive lines are worth
+less than ``RUN`` is quoted by all of them.
 
 Scattered lines that an honest solution happens to share with the expert
-solution (the same ``tl.load`` with the same names, say) do not make a run;
-a pasted passage of the reference, the expert solution, a negative or a hidden
-test does. ``exports.guard_check`` measures both on the catalog.
+solution do not make a run; a pasted passage of the reference, the expert
+solution, a negative or a hidden test does. ``exports.guard_check`` measures
+both on the catalog (``bench/export.py --guard-only`` prints the figures).
 """
 
 from __future__ import annotations
@@ -39,7 +46,9 @@ MIN_CHARS = 10  # non-space characters; shorter lines ("return y", "}") prove no
 RUN = 3.0  # weight of distinctive lines of one hidden file, in its order, that makes a quote
 GENERIC_WEIGHT = 0.5  # a distinctive line made only of common names and numbers
 
-_NO_SPACE = str.maketrans("", "", " \t\r\f\v\u00a0")
+SPACES = " \t\r\f\v"
+_NO_SPACE = str.maketrans("", "", SPACES)
+_NO_SPACE_BYTES = SPACES.encode()
 
 # Lines every solution of a KernelBench task has, whatever it computes: imports and
 # includes, the interface the statement asks for, decorators, entry points.
@@ -376,6 +385,8 @@ class HiddenGuard:
         for path, text in hidden:
             self._add(path, text)
         self.fewest = min((f.need for f in self.files), default=0.0)
+        # The distinctive lines as UTF-8, for the fast path (bytes.translate is C all through).
+        self._encoded = frozenset(line.encode() for line in self.where)
 
     def weight(self, line: str) -> float:
         """1 for a line with a name, word or number of its own, else GENERIC_WEIGHT."""
@@ -411,9 +422,9 @@ class HiddenGuard:
         for name, text in parts:
             if not text:
                 continue
-            # Fast path (sets, in C): no hidden line at all in the text, or too few.
-            found = self.where.keys() & set(text.translate(_NO_SPACE).split("\n"))
-            if len(found) * 1.0 < self.fewest:
+            # Fast path (C all through): no hidden line at all in the text, or too few.
+            lines = text.encode().translate(None, _NO_SPACE_BYTES).split(b"\n")
+            if len(self._encoded.intersection(lines)) < self.fewest:
                 continue
             quote = self._run(name, text.split("\n"))
             if quote is not None:
