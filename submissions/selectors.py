@@ -180,10 +180,10 @@ def speedup_view(speedup: float | None, timing: Mapping[str, Any] | None) -> dic
     reason = ""
     if speedup is None:
         scored = False
-    elif not timing.get("scored"):  # SQLite's JSON gives 1 and 0 for true and false
+    elif not _true(timing.get("scored")):
         scored = False
         reason = str(timing.get("unscored_reason") or f"{mode or 'this'} timing is not scored")
-    elif not timing.get("on_target"):
+    elif not _true(timing.get("on_target")):
         scored = False
         reason = "not graded on the task's target hardware"
     elif timing.get("verdict") != "accepted":
@@ -197,9 +197,15 @@ def speedup_view(speedup: float | None, timing: Mapping[str, Any] | None) -> dic
         "speedup": speedup,
         "speedup_scored": scored,
         "score_speedup": speedup if scored else None,
-        "speedup_significant": bool(significant) if scored else None,
+        "speedup_significant": _true(significant) if scored else None,
         "speedup_unscored_reason": reason,
     }
+
+
+def _true(value: Any) -> bool:
+    """A JSON true as PostgreSQL (true) or SQLite ("true" from a report key, 1 from a
+    boolean column) hands it back inside a JSON object."""
+    return value is True or value == 1 or value == "true"
 
 
 def run_speedup_view(run: GradingRun | None) -> dict[str, Any]:
