@@ -267,7 +267,8 @@ def test_a_graded_submission_shows_its_public_report_scores_and_no_hidden_data(
     report = body["grading"]["report"]
     assert report["reason"] == recorded_report["reason"]
     failing = [t for t in report["correctness"] if not t["ok"]]
-    assert failing and failing[0]["shape"] == "cpu-fp32-large-values"
+    recorded_failing = [t for t in recorded_report["correctness"] if not t["ok"]]
+    assert [t["shape"] for t in failing] == [t["shape"] for t in recorded_failing]
     assert failing[0]["max_abs_error"] is None, "an infinite error is stored as null"
     assert {"seed", "message"}.isdisjoint(report["correctness"][0])
     assert not set(HIDDEN_REPORT_KEYS) & set(report)
@@ -294,7 +295,8 @@ def test_the_public_report_keeps_timing_summaries_but_not_samples_or_witnesses(o
         assert value not in text
     assert '"samples_s"' not in text and '"witness"' not in text
     timing = response.json()["grading"]["report"]["timing"]
-    assert timing["reference"]["median_s"] == pytest.approx(0.004445171, rel=1e-6)
+    reference = recorded.report(recorded.ACCEPTED)["timing"]["reference"]
+    assert timing["reference"]["median_s"] == reference["median_s"]
     assert (timing["timing_mode"], timing["scored"], timing["significant"]) == (
         "cpu_time",
         True,
@@ -493,7 +495,7 @@ def test_the_list_gives_automatic_points_of_the_real_rubrics(catalog, owner):
 
     rows = listed(owner)
 
-    # correct 6, speedup 1.3x 2 and 2x 2 (2.12x, significant), no integrity finding 1
+    # correct 6, speedup 1.3x 2 and 2x 2 (2.1x, significant), no integrity finding 1
     assert rows[fast.pk]["automatic_points"] == rows[fast.pk]["points"] == 11
     assert rows[slower.pk]["points"] == 7, "no speedup points within noise"
     assert rows[wrong.pk]["points"] == 0, "a clean record counts only when accepted"
@@ -513,7 +515,8 @@ def test_the_detail_marks_an_interpreter_speedup_as_no_score(catalog, owner):
         False,
         None,
     )
-    assert body["speedup"] == pytest.approx(0.0399, abs=1e-4), "the raw figure is kept"
+    measured = recorded.report(recorded.INTERPRETER)["speedup"]
+    assert body["speedup"] == pytest.approx(measured), "the raw figure is kept"
     assert body["grading"]["speedup_scored"] is False
     assert body["grading"]["target_hardware"] is False, "row-softmax targets the h100"
     assert body["points"] == body["rubric"]["awarded"] == 7

@@ -232,6 +232,10 @@ RESULTS_RUN = {
 }
 
 
+def speedup_of(recording):
+    return recorded.report(recording)["speedup"]
+
+
 def graded_run(server, run_id="run-r"):
     """One graded submission per RESULTS_RUN entry; their ids by name."""
     ids = {}
@@ -262,7 +266,7 @@ def test_results_as_json_lines_keep_raw_speedups_and_mark_which_are_scores(serve
     assert fast["speedup"] == fast["score_speedup"] == pytest.approx(measured)
     assert fast["speedup_significant"] is True
     assert (interpreted["timing_mode"], interpreted["speedup_scored"]) == ("interpreter", False)
-    assert interpreted["speedup"] == pytest.approx(0.0399, abs=1e-4), "kept, marked unscored"
+    assert interpreted["speedup"] == pytest.approx(speedup_of(recorded.INTERPRETER)), "kept"
     assert interpreted["score_speedup"] is None
     assert "interpreter" in interpreted["speedup_unscored_reason"]
     assert rows[ids["slower"]]["speedup_significant"] is False
@@ -278,8 +282,8 @@ def test_results_as_csv_never_show_an_unscored_speedup_as_a_number(server):
 
     assert rows[ids["interpreted"]]["speedup"] == "not scored (interpreter)"
     assert rows[ids["interpreted"]]["timing_mode"] == "interpreter"
-    assert float(rows[ids["fast"]]["speedup"]) == pytest.approx(2.1187, abs=1e-4)
-    assert float(rows[ids["slower"]]["speedup"]) == pytest.approx(0.998, abs=1e-3)
+    assert float(rows[ids["fast"]]["speedup"]) == speedup_of(recorded.ACCEPTED)
+    assert float(rows[ids["slower"]]["speedup"]) == speedup_of(recorded.ACCEPTED_SLOWER)
     assert rows[ids["slower"]]["speedup_significant"] == "False"
     assert rows[ids["wrong"]]["speedup"] == "" and rows[ids["wrong"]]["verdict"] == "wrong_answer"
     assert json.loads(rows[ids["fast"]]["labels"]) == {"i": "0"}
@@ -314,7 +318,7 @@ def test_results_as_csv_give_automatic_points_then_the_reviewers_score_and_decis
     after = results("csv")
 
     fast_before, fast_after = before[ids["fast"]], after[ids["fast"]]
-    # correct 6, speedup 1.3x 2 and 2x 2 (2.12x, significant), no integrity finding 1
+    # correct 6, speedup 1.3x 2 and 2x 2 (2.1x, significant), no integrity finding 1
     assert float(fast_before["automatic_points"]) == float(fast_before["points"]) == 11
     assert (fast_before["review_decision"], fast_before["review_score"]) == ("", "")
     assert fast_before["points_available"] == "18"
@@ -347,7 +351,10 @@ def test_results_as_a_table_say_not_scored_instead_of_an_interpreter_speedup(ser
     ]
     by_id = {int(line.split()[0]): line for line in lines}
     assert "interpreter  not scored (interpreter)  7/18" in by_id[ids["interpreted"]]
-    assert "0.04" not in by_id[ids["interpreted"]]
-    assert "cpu_time     2.12x" in by_id[ids["fast"]] and "11/18" in by_id[ids["fast"]]
-    assert "0.998x (noise)" in by_id[ids["slower"]]
+    interpreted = speedup_of(recorded.INTERPRETER)
+    assert f"{interpreted:.2g}" not in by_id[ids["interpreted"]]
+    assert f"{interpreted:.3g}" not in by_id[ids["interpreted"]]
+    fast = f"cpu_time     {speedup_of(recorded.ACCEPTED):.3g}x  "
+    assert fast in by_id[ids["fast"]] and "11/18" in by_id[ids["fast"]]
+    assert f"{speedup_of(recorded.ACCEPTED_SLOWER):.3g}x (noise)" in by_id[ids["slower"]]
     assert by_id[ids["wrong"]].split()[3:7] == ["wrong_answer", "-", "-", "0/18"]

@@ -65,10 +65,11 @@ def test_the_dashboard_lists_failing_validations_and_the_review_queue(reviewer, 
     assert waiting.title in waiting_part
 
 
-def test_the_dashboard_counts_only_what_the_user_may_see(outsider, author):
+def test_the_dashboard_counts_only_what_the_user_may_see(colleague, author):
+    # Another author builds the catalog too, but never sees this author's draft.
     factories.make_task(author, slug="secret-draft")
     factories.make_published_task(author, slug="public-one")
-    html = html_of(logged_in(outsider).get(reverse("dashboard")))
+    html = html_of(logged_in(colleague).get(reverse("dashboard")))
     assert '<span class="stat-value">1</span><span class="stat-label">tasks</span>' in html
 
 
