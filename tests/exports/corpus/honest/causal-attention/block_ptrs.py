@@ -1,4 +1,4 @@
-"""Flash-attention forward (causal) with block pointers.
+"""Flash-attention forward (causal), the diagonal tile apart.
 
 Grid: (ceil(seq / BM), batch * heads). Each program streams key/value tiles
 up to and including its diagonal tile. The diagonal tile is the only one that
@@ -30,27 +30,25 @@ def _tile(acc, m_run, l_run, q, k_tile, v_tile, offs_m, offs_n, scale, seq, DIAG
 def flash_causal(q_ptr, k_ptr, v_ptr, o_ptr, seq, scale, HD: tl.constexpr, BM: tl.constexpr):
     start_m = tl.program_id(0) * BM
     plane = tl.program_id(1).to(tl.int64) * seq * HD
-    q_blk = tl.make_block_ptr(q_ptr + plane, (seq, HD), (HD, 1), (start_m, 0), (BM, HD), (1, 0))
-    k_blk = tl.make_block_ptr(k_ptr + plane, (seq, HD), (HD, 1), (0, 0), (BM, HD), (1, 0))
-    v_blk = tl.make_block_ptr(v_ptr + plane, (seq, HD), (HD, 1), (0, 0), (BM, HD), (1, 0))
-    q = tl.load(q_blk, boundary_check=(0,), padding_option="zero")
+    dims = tl.arange(0, HD)
     offs_m = start_m + tl.arange(0, BM)
+    q = tl.load(q_ptr + plane + offs_m[:, None] * HD + dims[None, :], mask=offs_m[:, None] < seq, other=0.0)
     m_run = tl.full([BM], float("-inf"), tl.float32)
     l_run = tl.zeros([BM], tl.float32)
     acc = tl.zeros([BM, HD], tl.float32)
     for start_n in range(0, start_m, BM):
         offs_n = start_n + tl.arange(0, BM)
-        kt = tl.load(k_blk, boundary_check=(0,), padding_option="zero")
-        vt = tl.load(v_blk, boundary_check=(0,), padding_option="zero")
+        kv = plane + offs_n[:, None] * HD + dims[None, :]
+        kt = tl.load(k_ptr + kv)
+        vt = tl.load(v_ptr + kv)
         acc, m_run, l_run = _tile(acc, m_run, l_run, q, kt, vt, offs_m, offs_n, scale, seq, False)
-        k_blk = tl.advance(k_blk, (BM, 0))
-        v_blk = tl.advance(v_blk, (BM, 0))
     offs_n = start_m + tl.arange(0, BM)
-    kt = tl.load(k_blk, boundary_check=(0,), padding_option="zero")
-    vt = tl.load(v_blk, boundary_check=(0,), padding_option="zero")
+    kv = plane + offs_n[:, None] * HD + dims[None, :]
+    kt = tl.load(k_ptr + kv, mask=offs_n[:, None] < seq, other=0.0)
+    vt = tl.load(v_ptr + kv, mask=offs_n[:, None] < seq, other=0.0)
     acc, m_run, l_run = _tile(acc, m_run, l_run, q, kt, vt, offs_m, offs_n, scale, seq, True)
-    o_blk = tl.make_block_ptr(o_ptr + plane, (seq, HD), (HD, 1), (start_m, 0), (BM, HD), (1, 0))
-    tl.store(o_blk, (acc / l_run[:, None]).to(o_ptr.dtype.element_ty), boundary_check=(0,))
+    out = (acc / l_run[:, None]).to(o_ptr.dtype.element_ty)
+    tl.store(o_ptr + plane + offs_m[:, None] * HD + dims[None, :], out, mask=offs_m[:, None] < seq)
 
 
 def custom_kernel(data):

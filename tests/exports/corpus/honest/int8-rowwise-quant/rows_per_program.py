@@ -1,15 +1,23 @@
 """int8 per-row quantisation, several rows per program.
 
 A (ROWS, COLS) tile is swept along the columns twice: absmax per row, then
-quantise. The quotient is rounded half-to-even with libdevice's rint
-(tl.extra's math module under the interpreter falls back to numpy's rint,
-which is also half-to-even).
+quantise. The quotient is rounded half-to-even by hand: take the floor, round
+up when the fraction is above one half, or exactly one half and the floor is
+odd.
 """
 
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
+
+
+@triton.jit
+def _round_half_even(t):
+    low = tl.floor(t)
+    frac = t - low
+    odd = (low - 2.0 * tl.floor(low * 0.5)) != 0.0
+    up = (frac > 0.5) | ((frac == 0.5) & odd)
+    return tl.where(up, low + 1.0, low)
 
 
 @triton.jit
@@ -30,7 +38,7 @@ def rowwise_int8(x_ptr, q_ptr, scale_ptr, n_rows, n_cols, ROWS: tl.constexpr, CO
         c = c0 + tl.arange(0, COLS)
         m = r_ok[:, None] & (c[None, :] < n_cols)
         tile = tl.load(x_ptr + row_base[:, None] + c[None, :], mask=m, other=0.0).to(tl.float32)
-        qv = libdevice.rint(tile / denom[:, None])
+        qv = _round_half_even(tile / denom[:, None])
         qv = tl.clamp(qv, -127.0, 127.0)
         tl.store(q_ptr + row_base[:, None] + c[None, :], qv.to(tl.int8), mask=m)
 
