@@ -186,3 +186,16 @@ def test_a_copy_of_a_row_left_out_for_hidden_content_is_not_called_a_duplicate(w
         snapshot.left_out.filter(reason="hidden_content").values_list("submission", flat=True)
     )
     assert withheld == {first.pk, again.pk}
+
+
+def test_the_snapshot_page_lists_duplicates_with_the_row_each_repeats(world, client):
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+    client.force_login(world.owner)
+
+    page = client.get(f"/exports/snapshots/{snapshot.pk}/").content.decode()
+
+    assert f"Duplicate of an exported row: {len(world.tasks)}" in page
+    for submissions in world.submissions.values():
+        copy, first = submissions[4], submissions[0]
+        assert f"#{copy.pk}" in page
+        assert f"Same code as submission #{first.pk}, which was kept." in page
