@@ -39,12 +39,14 @@ import builtins
 import hashlib
 import keyword
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 MIN_CHARS = 10  # non-space characters; shorter lines ("return y", "}") prove nothing
 RUN = 3.0  # weight of distinctive lines of one hidden file, in its order, that makes a quote
 GENERIC_WEIGHT = 0.5  # a distinctive line made only of common names and numbers
+MAX_REPEATS = 16  # a line a hidden file repeats more often is filler, not its own
 
 SPACES = " \t\r\f\v"
 _NO_SPACE = str.maketrans("", "", SPACES)
@@ -396,9 +398,11 @@ class HiddenGuard:
 
     def _add(self, path: str, text: str) -> None:
         numbers, weights, keys = [], [], []
-        for number, raw in enumerate(text.split("\n"), start=1):
+        raw_lines = text.split("\n")
+        repeats = Counter(map(key, raw_lines))
+        for number, raw in enumerate(raw_lines, start=1):
             line = key(raw)
-            if line in self.ignored or not substantive(raw):
+            if line in self.ignored or repeats[line] > MAX_REPEATS or not substantive(raw):
                 continue
             keys.append(line)
             numbers.append(number)

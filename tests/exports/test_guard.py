@@ -162,3 +162,11 @@ def test_a_hidden_file_with_few_distinctive_lines_is_quoted_by_all_of_them():
 
     assert tiny.quotes_hidden("  one_single_hidden_line = 7")
     assert not tiny.quotes_hidden("one_single_hidden_line = 8")
+
+
+def test_a_line_a_hidden_file_repeats_over_and_over_is_filler():
+    filler = "padding_value_here = 0  # filler\n" * 40
+    repetitive = HiddenGuard([("tests/data.py", filler + "one_real_line_here = 1\n")], [])
+
+    assert not repetitive.quotes_hidden(filler * 10)
+    assert repetitive.quotes_hidden("one_real_line_here = 1")
