@@ -317,10 +317,11 @@ class CommonLines:
         self._contents: set[bytes] = set()
 
     def add(self, task: object, content: str, *, public: bool) -> None:
-        digest = hashlib.blake2b(content.encode(), digest_size=16).digest()
-        if digest in self._contents:
+        # A public copy of a hidden file makes its lines public all the same.
+        digest = hashlib.blake2b(content.encode(), digest_size=16, person=b"p" if public else b"h")
+        if digest.digest() in self._contents:
             return
-        self._contents.add(digest)
+        self._contents.add(digest.digest())
         for raw in content.split("\n"):
             line = key(raw)
             if len(line) >= MIN_CHARS:

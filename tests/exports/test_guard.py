@@ -170,3 +170,14 @@ def test_a_line_a_hidden_file_repeats_over_and_over_is_filler():
 
     assert not repetitive.quotes_hidden(filler * 10)
     assert repetitive.quotes_hidden("one_real_line_here = 1")
+
+
+def test_a_hidden_file_another_task_shows_its_solvers_is_public():
+    common = CommonLines()
+    common.add("softmax", REFERENCE, public=False)
+    common.add("softmax-tutorial", REFERENCE, public=True)
+    pasted = "\n".join(REFERENCE.splitlines()[10:17])
+
+    assert (
+        guard(("reference.py", REFERENCE), common=common.frozen()).find([("a.py", pasted)]) is None
+    )
