@@ -8,7 +8,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from . import services
-from .models import DefinitionVersion, ExportDefinition, Snapshot, SnapshotStatus
+from .models import DefinitionVersion, ExportDefinition, LeftOutRow, Snapshot, SnapshotStatus
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -73,3 +73,15 @@ class SnapshotAdmin(ReadOnlyAdmin):
                 f"Not deleted, still queued or running: snapshots {', '.join(map(str, busy))}.",
                 level=messages.WARNING,
             )
+
+
+@admin.register(LeftOutRow)
+class LeftOutRowAdmin(ReadOnlyAdmin):
+    """Examples of rows a build left out; they go with their snapshot."""
+
+    list_display = ["pk", "snapshot", "reason", "task_version", "submission", "created_at"]
+    list_filter = ["reason"]
+    raw_id_fields = ["snapshot", "task_version", "submission"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
