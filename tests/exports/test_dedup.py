@@ -15,6 +15,7 @@ from tests.exports.conftest import (
     graded,
     honest_code,
     republish,
+    snapshot_folder,
     solution,
 )
 
@@ -199,3 +200,14 @@ def test_the_snapshot_page_lists_duplicates_with_the_row_each_repeats(world, cli
         copy, first = submissions[4], submissions[0]
         assert f"#{copy.pk}" in page
         assert f"Same code as submission #{first.pk}, which was kept." in page
+
+
+def test_the_dataset_card_says_what_a_duplicate_is_and_how_many_were_left_out(world):
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+
+    card = (snapshot_folder(snapshot) / "README.md").read_text(encoding="utf-8")
+
+    assert "## What is left out" in card
+    assert "- duplicate: a solution whose code is the same as a row already written" in card
+    assert "once comments and whitespace are removed" in card
+    assert f"- duplicate: {len(world.tasks)}" in card
