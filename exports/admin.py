@@ -77,11 +77,8 @@ class SnapshotAdmin(ReadOnlyAdmin):
 
 @admin.register(LeftOutRow)
 class LeftOutRowAdmin(ReadOnlyAdmin):
-    """Examples of rows a build left out; they go with their snapshot."""
+    """Examples of rows a build left out; deleting their snapshot deletes them."""
 
     list_display = ["pk", "snapshot", "reason", "task_version", "submission", "created_at"]
     list_filter = ["reason"]
     raw_id_fields = ["snapshot", "task_version", "submission"]
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
