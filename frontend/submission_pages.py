@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Q, QuerySet
 
 from benchwright import roles
 from submissions import selectors as submission_selectors
-from submissions.models import GradingRun, Submission, SubmissionStatus
+from submissions.models import Submission, SubmissionStatus
 
 from .selectors import largest
 
@@ -45,12 +45,17 @@ def visible_submissions(user: User | AnonymousUser) -> QuerySet[Submission]:
 
 
 def with_timing(submissions: QuerySet[Submission]) -> QuerySet[Submission]:
-    """Annotate the latest grading's speedup, timing mode and whether the speedup is a
-    score (it is not under Triton's interpreter, or for calls too short to time)."""
-    latest = GradingRun.objects.filter(submission=OuterRef("pk")).order_by("-attempt")
-    return submission_selectors.with_latest_grading(submissions).annotate(
-        timing_mode=Subquery(latest.values("timing_mode")[:1]),
-        speedup_scored=Subquery(latest.values("report__timing__scored")[:1]),
+    """The latest grading's figures of each submission (see
+    ``submissions.selectors.with_latest_grading``); ``speedup_view(s)`` says whether
+    its speedup is a score."""
+    return submission_selectors.with_latest_grading(submissions)
+
+
+def speedup_view(submission: Submission) -> dict[str, Any]:
+    """Whether the list's speedup is a score, as the API says it (accepted, on the
+    task's hardware, a timing the grader scored), and the timing mode."""
+    return submission_selectors.speedup_view(
+        getattr(submission, "speedup", None), getattr(submission, "latest_timing", None)
     )
 
 
@@ -109,7 +114,12 @@ def page_context(user: User | AnonymousUser, submission: Submission) -> dict[str
         "run": run,
         "report": report,
         "timing": timing,
-        "speedup_scored": bool(timing and timing.get("scored")),
+        "speed": submission_selectors.speedup_view(
+            run.speedup if run is not None else None,
+            {**(timing or {}), "verdict": run.verdict, "on_target": run.target_hardware}
+            if run is not None
+            else None,
+        ),
         "shapes": shape_rows(report),
         "scores": submission_selectors.rubric_scores(submission, run),
         "outcome": submission_selectors.submission_review_outcome(submission),

@@ -179,7 +179,14 @@ def submission_list(request: HttpRequest) -> HttpResponse:
         shown = shown.filter(verdict=verdict)
     shown = submission_pages.with_timing(shown).order_by("-created_at", "-pk")
     page = Paginator(shown, SUBMISSIONS_PER_PAGE).get_page(request.GET.get("page"))
-    rows = [{"submission": s, "blind": submission_pages.is_blind(request.user, s)} for s in page]
+    rows = [
+        {
+            "submission": s,
+            "blind": submission_pages.is_blind(request.user, s),
+            "timing": submission_pages.speedup_view(s),
+        }
+        for s in page
+    ]
     context = {
         "section": "submissions",
         "page": page,

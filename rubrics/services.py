@@ -42,7 +42,8 @@ def _speedup_holds(
         return False, "not graded on the task's target hardware: speedup not scored"
     timing = report.get("timing") or {}
     if report.get("timing_mode") == "interpreter" or timing.get("scored") is False:
-        return False, "timed under the Triton interpreter: speedup not scored"
+        why = timing.get("unscored_reason") or "timed under the Triton interpreter"
+        return False, f"speedup not scored: {why}"
     speedup = report.get("speedup")
     if not isinstance(speedup, int | float):
         return False, "no speedup measured"
