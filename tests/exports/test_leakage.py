@@ -17,6 +17,7 @@ from django.core.files.storage import default_storage
 from reviews.models import ReviewAssignment
 from tests.exports.conftest import (
     EXPERT,
+    HIDDEN_TESTS,
     LABEL,
     REFERENCE,
     RUN,
@@ -29,6 +30,7 @@ from tests.exports.conftest import (
     graded,
     review,
     snapshot_folder,
+    solution,
 )
 
 FORMATS = ["sft", "preference", "rl", "critique"]
@@ -99,6 +101,19 @@ def test_a_submission_that_copies_a_hidden_file_is_withheld(world):
 
     assert copied.pk not in {row["submission_id"] for row in all_rows(snapshot)}
     assert snapshot.manifest["skipped"]["hidden_content"] == 1
+    assert leaks(snapshot, SECRETS) == []
+
+
+def test_a_submission_that_pastes_the_hidden_tests_is_withheld(world):
+    task = world.tasks[2]
+    code = solution(7).replace("class ModelNew", HIDDEN_TESTS + "\n\nclass ModelNew")
+    pasted = graded(task.current_version, world.submitter, {"solution.py": code})
+
+    snapshot = build(define(world.owner, format="sft"), world.owner)
+
+    assert pasted.pk not in {row["submission_id"] for row in all_rows(snapshot)}
+    (left_out,) = snapshot.left_out.filter(reason="hidden_content")
+    assert (left_out.submission_id, left_out.detail["hidden_path"]) == (pasted.pk, "tests/cases.py")
     assert leaks(snapshot, SECRETS) == []
 
 
