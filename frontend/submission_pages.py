@@ -1,8 +1,10 @@
 """Submissions in the browser: who may see which, and what a page shows of one.
 
 A submission is visible to its submitter, to the authors of its task, to admins,
-and to a reviewer who holds or held a review slot on it. Reviewers see it blind,
-as in the review queue: no model, run, labels or submitter. Everyone sees the
+to a reviewer who holds or held a review slot on it, and to exporters (what they
+export is submissions: they open the ones an export left out to see why).
+Reviewers and exporters see it blind, as in the review queue: no model, run,
+labels or submitter. Everyone sees the
 public report (``submissions.selectors.public_report``), never the grader's notes.
 """
 
@@ -33,7 +35,7 @@ def visible_submissions(user: User | AnonymousUser) -> QuerySet[Submission]:
     submissions = Submission.objects.select_related("task_version__task", "submitter")
     if not user.is_authenticated:
         return submissions.none()
-    if roles.is_admin(user):
+    if roles.is_admin(user) or roles.has_role(user, roles.EXPORTER):
         return submissions.all()
     visible = Q(submitter_id=user.pk)
     if roles.has_role(user, roles.AUTHOR):

@@ -132,8 +132,11 @@ def test_the_snapshot_page_says_why_without_showing_hidden_content(
         assert "Quotes a hidden task file: 1" in page
         assert f"#{submission.pk}" in page
         assert not any(line in page for line in quoted)
-    # An exporter may neither open the submission nor learn the hidden file's name.
-    assert f'href="/submissions/{submission.pk}/"' not in as_exporter
+    # An exporter opens the example (blind), but does not learn the hidden file's name.
+    assert f'href="/submissions/{submission.pk}/"' in as_exporter
     assert "solution.py, lines" not in as_exporter
+    client.force_login(catalog.exporter)
+    opened = client.get(f"/submissions/{submission.pk}/").content.decode()
+    assert "data-verdict>" in opened and submission.model_name not in opened
     assert f'href="/submissions/{submission.pk}/"' in as_admin
     assert "(solution.py, lines" in as_admin
