@@ -20,7 +20,7 @@ from tests.reviews.conftest import (
     SOLUTION,
     graded,
     publish_rubric_task,
-    tainted_report,
+    report,
 )
 
 pytestmark = pytest.mark.browser
@@ -54,8 +54,9 @@ def log_in(page: Page, base: str) -> None:
 
 @pytest.fixture
 def one_submission(review_world):
+    # A real accepted grading (tests/recorded.py): timed, no integrity findings.
     review_world["submission"] = graded(
-        review_world["task"], submitter=review_world["client"], grading=tainted_report()
+        review_world["task"], submitter=review_world["client"], grading=report()
     )
     return review_world
 
@@ -82,9 +83,9 @@ def test_a_reviewer_reviews_a_submission_from_the_keyboard(
     page.keyboard.press("j")  # the first human criterion
     page.keyboard.press("2")  # clarity: its second level (1 point); moves on
     page.keyboard.press("4")  # numerical care: its fourth level (3 points)
-    overturn = page.locator("fieldset[data-criterion=integrity]")
+    overturn = page.locator("fieldset[data-criterion=correct]")
     overturn.get_by_label("Overturn").check()
-    overturn.get_by_label("Why").fill("the extra thread is the BLAS pool, started by torch")
+    overturn.get_by_label("Why").fill("passes only because the shapes are multiples of 8")
     page.get_by_placeholder("What works").fill("Correct and simple; the comment explains why.")
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("a")  # accept
@@ -96,7 +97,7 @@ def test_a_reviewer_reviews_a_submission_from_the_keyboard(
     page.screenshot(path=screenshots / "review-submitted.png", full_page=True)
     review = read_db(Review.objects.get)
     assert review.decision == "accept"
-    assert review.score == pytest.approx(0.9)  # (5 + 0 overturned penalty + 1 + 3) / 10
+    assert review.score == pytest.approx(0.4)  # (0 overturned "correct" + 0 + 1 + 3) / 10
     comment = read_db(LineComment.objects.get)
     assert (comment.path, comment.line, comment.body) == (
         "solution.py",
