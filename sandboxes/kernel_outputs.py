@@ -25,7 +25,7 @@ from .harness.protocol import (
     is_count,
     tensor_nbytes,
 )
-from .procstat import MemoryReadError, read_memory
+from .procstat import MemoryReadError, ProcessGone, read_memory
 
 
 class OutputTooLarge(ProtocolError):
@@ -106,6 +106,8 @@ def read_output(tree: Any, pid: int, cap_bytes: int) -> tuple[Any, OutputInfo]:
     def read(address: int, local: int, size: int) -> None:
         try:
             read_memory(pid, address, local, size)
+        except ProcessGone:
+            raise
         except MemoryReadError as exc:
             raise ProtocolError(f"its output cannot be read: {exc}") from None
 

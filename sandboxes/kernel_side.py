@@ -28,6 +28,7 @@ from .base import RunRequest, RunResult, Sandbox, SandboxError, SandboxProcess
 from .harness.protocol import ProtocolError, decode_frame, encode_frame, frame_length
 from .kernel_inputs import ArenaInputs
 from .kernel_outputs import OutputInfo, read_output
+from .procstat import ProcessGone
 
 MiB = 1024 * 1024
 DEFAULT_REPLY_CAP = 64 * MiB
@@ -243,4 +244,9 @@ class Side:
         return procstat.cpu_by_thread(self.process.host_pids())
 
     def read_output(self, tree: Any, cap_bytes: int) -> tuple[Any, OutputInfo]:
-        return read_output(tree, self.pid, cap_bytes)
+        try:
+            return read_output(tree, self.pid, cap_bytes)
+        except ProcessGone:
+            # Ended (or killed by a limit) between its reply and the read: that is
+            # the process going away, not a false description of its output.
+            raise SideFailure(self.role, "gone", "it ended before its output was read") from None

@@ -13,11 +13,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
 
 
 class MemoryReadError(Exception):
     """The range is not readable in that process (unmapped, or the process is gone)."""
+
+
+class ProcessGone(MemoryReadError):
+    """The process no longer exists (it exited, or a limit killed it)."""
 
 
 class _IoVec(ctypes.Structure):
@@ -51,7 +56,8 @@ def read_memory(pid: int, address: int, local_address: int, size: int) -> None:
         got = _process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
         if got <= 0:
             err = ctypes.get_errno()
-            raise MemoryReadError(
+            kind = ProcessGone if got < 0 and err == errno.ESRCH else MemoryReadError
+            raise kind(
                 f"cannot read {size - done} bytes at {address + done:#x} in process {pid}: "
                 f"{os.strerror(err) if got < 0 else 'nothing read'}"
             )

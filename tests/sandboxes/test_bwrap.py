@@ -669,3 +669,22 @@ def test_a_frozen_sandbox_does_nothing_until_thawed(sandbox):
     finally:
         result = process.finish(timeout_s=5)
     assert result.signal == 9
+
+
+def test_reading_the_memory_of_a_process_that_is_gone_says_so() -> None:
+    # Killed by a limit between its reply and the grader's read: not a false
+    # description of its output, the process went away (the limit decides the verdict).
+    import ctypes
+    import subprocess
+    import sys
+
+    from sandboxes import procstat
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    buffer = ctypes.create_string_buffer(16)
+    with pytest.raises(procstat.ProcessGone):
+        procstat.read_memory(child.pid, 0x10000, ctypes.addressof(buffer), 16)
+    with pytest.raises(procstat.MemoryReadError) as unmapped:
+        procstat.read_memory(os.getpid(), 0x10, ctypes.addressof(buffer), 16)
+    assert not isinstance(unmapped.value, procstat.ProcessGone)
