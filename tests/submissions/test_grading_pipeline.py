@@ -54,9 +54,10 @@ def submit(files):
 def test_an_honest_submission_is_graded_accepted_and_scored(celery_worker_process):
     submission = submit({"solution.py": HONEST})
 
-    graded = wait_for(submission.pk, DONE)
+    # An accepted submission moves on to the reviewers' queue once the grading has
+    # committed (a hook after the commit): wait for that, not for "graded".
+    graded = wait_for(submission.pk, {SubmissionStatus.AWAITING_REVIEW, SubmissionStatus.FAILED})
 
-    # Graded submissions move on to the reviewers' queue once the grading commits.
     assert graded.status == SubmissionStatus.AWAITING_REVIEW
     assert graded.verdict == "accepted"
     run = GradingRun.objects.get(submission=graded)
@@ -73,6 +74,7 @@ def test_a_wrong_answer_is_graded_wrong_and_earns_nothing(celery_worker_process)
     graded = wait_for(submission.pk, DONE)
 
     assert graded.verdict == "wrong_answer"
+    assert graded.status == SubmissionStatus.GRADED  # a failure is not queued for review
     score = CriterionScore.objects.get(submission=graded, criterion__key="correct")
     assert score.points == 0 and score.met is False
 
