@@ -346,10 +346,15 @@ def test_a_delivery_goes_to_the_address_that_was_checked_not_to_a_rebound_name(
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port_))]
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    # This test makes the attempt itself: a Celery worker alive in the same session
+    # (another test's) must not take the job and deliver first from its own process.
+    queued: list[list[int]] = []
+    monkeypatch.setattr(services, "_enqueue", lambda ids, countdown=0: queued.append(ids))
     register(owner, f"http://{name}:{port}/hook")
     with django_capture_on_commit_callbacks():
         [delivery_id] = services.submission_graded(submission_id=grade(task, owner).pk)
 
+    assert queued[-1] == [delivery_id]  # (the first is the grading's own event)
     assert services.delivery_attempt(delivery_id=delivery_id, attempt=1) == "delivered"
     assert len(lookups) == 2, "the name is resolved at registration and at the check only"
     headers = {k.lower(): v for k, v in receiver.requests[0]["headers"].items()}
@@ -421,6 +426,8 @@ def test_https_to_the_pinned_address_asks_for_and_checks_the_name(
 
     monkeypatch.setattr(socket, "getaddrinfo", resolve)
     monkeypatch.setattr(certifi, "where", lambda: str(ca))
+    # The test makes the attempt itself; no worker of the session may take the job.
+    monkeypatch.setattr(services, "_enqueue", lambda ids, countdown=0: None)
     register(owner, f"https://{name}:{port}/hook")
     with django_capture_on_commit_callbacks():
         [delivery_id] = services.submission_graded(submission_id=grade(task, owner).pk)
