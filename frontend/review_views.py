@@ -67,7 +67,7 @@ def _changes_since_last_review(task: Task) -> tuple[Any, list[Any]]:
     if last is None:
         return None, []
     old = {**last.files, "task.toml": last.manifest}
-    new = {**selectors.draft_files(task), "task.toml": selectors.draft_manifest_text(task)}
+    new = {**selectors.draft_files(task), "task.toml": task_services.draft_manifest_text(task)}
     return last, diff_files(old, new)
 
 

@@ -165,10 +165,6 @@ def draft_files(task: Task) -> dict[str, str]:
     return {f.path: f.content for f in task.files.all()}
 
 
-def draft_manifest_text(task: Task) -> str:
-    return task_services.draft_manifest_text(task)
-
-
 # -- versions ------------------------------------------------------------------------------
 
 
@@ -190,7 +186,7 @@ def source_files(
         if not hidden:
             return None
         files = {f.path: f.content for f in files_for_user(user, task)}
-        files["task.toml"] = draft_manifest_text(task)
+        files["task.toml"] = task_services.draft_manifest_text(task)
         return "working draft", files
     version = _version(task, source)
     if version is None:
