@@ -264,6 +264,7 @@ class _Grading:
             self._load()
             self._correctness()
             timing = Timing(self).run()
+            self._full_audit("after the timed calls")
             self.report.timing = timing
             self.conclude(Verdict.ACCEPTED, self._accepted_reason(timing))
         except Stop as stop:
@@ -541,6 +542,14 @@ class _Grading:
             raise self.violation(
                 f"{when}: " + "; ".join(clean_text(item, 300) for item in reported[:5])
             )
+
+    def _full_audit(self, when: str) -> None:
+        """Every in-process check (patched functions, harness modules, signal handlers,
+        threads): after a batch only the quick ones run, inside the measured time."""
+        assert self.sub is not None
+        reply = self._turn(self.sub, "audit", {"full": True}, timeout_s=self.remaining(10.0))
+        self._check_violations(reply.header.get("violations"), when)
+        self._check_outside(when)
 
     def _check_outside(self, when: str) -> None:
         """Processes and threads in the submission's sandbox (init included), read from

@@ -60,6 +60,9 @@ class Call:
     arena_range: tuple[int, int]
     guards_intact: bool
     inputs_unchanged: bool
+    # The harness's own CPU time around the call, as it reports it (None if it did
+    # not): believed only on the reference's side, where it is the harness's code.
+    keep_s: float | None = None
     # The mapping of something else (the arena, a file, a memfd, shared memory) an
     # output lies in, if any: the same physical memory can be mapped twice, so two
     # outputs, or an output and an input, can share memory at addresses that do not
@@ -77,6 +80,7 @@ class Batch:
     # processes that came and went.
     other_threads_s: float = 0.0
     violations: list[str] = field(default_factory=list)
+    audit_keep_s: float | None = None  # the harness's CPU time for the batch's audit
 
     @property
     def count(self) -> int:
@@ -85,6 +89,14 @@ class Batch:
     @property
     def inside_s(self) -> float:
         return sum(call.inside_s for call in self.calls)
+
+    @property
+    def keep_s(self) -> float | None:
+        """The harness's own bookkeeping over the batch, as it reported it."""
+        parts = [call.keep_s for call in self.calls] + [self.audit_keep_s]
+        if any(part is None for part in parts):
+            return None
+        return sum(part for part in parts if part is not None)
 
     def per_call(self, figure: str) -> float:
         if figure == "cpu_time":
@@ -122,7 +134,9 @@ def run_batch(
         left -= call.info.nbytes
         batch.calls.append(call)
     _find_shared_memory(side, batch)  # before audit lets the outputs go
-    audit = side.request("audit", {}, timeout_s=max(1.0, call_timeout_s), max_bytes=1 << 20)
+    audit = side.request(
+        "audit", {"full": False}, timeout_s=max(1.0, call_timeout_s), max_bytes=1 << 20
+    )
     batch.wall_s = time.perf_counter() - began
     threads_after = _frozen(side)
     batch.cpu_s = side.cpu_s() - cpu_before
@@ -130,6 +144,7 @@ def run_batch(
     main_s = threads_after.get(main, 0.0) - threads_before.get(main, 0.0)
     batch.other_threads_s = max(0.0, batch.cpu_s - main_s)
     batch.violations = _violations(audit.header.get("violations"))
+    batch.audit_keep_s = _seconds(audit.header.get("keep"))
     return batch
 
 
@@ -208,7 +223,13 @@ def _call(
         arena_range=(arena[0], arena[1]),
         guards_intact=guards,
         inputs_unchanged=unchanged,
+        keep_s=_seconds(header.get("keep")),
     )
+
+
+def _seconds(value: Any) -> float | None:
+    """A reported duration, or None when it is not one (only the reference's is used)."""
+    return float(value) if is_number(value) and value >= 0 else None
 
 
 def _is_address(value: Any) -> bool:

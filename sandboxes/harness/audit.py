@@ -38,6 +38,7 @@ WATCHED: tuple[tuple[str, str], ...] = (
     ("time", "time"),
     ("time", "time_ns"),
     ("time", "process_time"),
+    ("time", "thread_time"),
     ("torch", "allclose"),
     ("torch", "isclose"),
     ("torch", "equal"),
@@ -96,7 +97,11 @@ _SIGNALS = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
 
 def _resolve(path: str, name: str) -> Any:
-    head, *rest = path.split(".")
+    return _resolve_parts(path.split("."), name)
+
+
+def _resolve_parts(parts: list[str], name: str) -> Any:
+    head, *rest = parts
     target: Any = _ROOTS[head]
     for part in rest:
         target = getattr(target, part, _MISSING)
@@ -150,11 +155,14 @@ class Audit:
     """The originals and baselines, captured before the submission is imported."""
 
     def __init__(self, harness_modules: list[types.ModuleType]) -> None:
-        self.functions = {f"{path}.{name}": _resolve(path, name) for path, name in WATCHED}
+        self.functions = [
+            (f"{path}.{name}", path.split("."), name, _resolve(path, name))
+            for path, name in WATCHED
+        ]
         self.modules = {
             name: sys.modules.get(name) for name in ("torch", "time", "os", "json", "threading")
         }
-        self.harness = {module.__name__: (module, _code_of(module)) for module in harness_modules}
+        self.harness = [(module, _Snapshot(module)) for module in harness_modules]
         self.signals = {sig: _getsignal(sig) for sig in _SIGNALS}
         self.gc_callbacks = list(gc.callbacks)
         self.audit_hooks_added = 0
@@ -181,9 +189,8 @@ class Audit:
 
     def violations(self) -> list[str]:
         found = hooks_in_effect(self.signals) + self._callback_violations()
-        for qualified, original in self.functions.items():
-            path, _, name = qualified.rpartition(".")
-            if _resolve(path, name) is not original:
+        for qualified, parts, name, original in self.functions:
+            if _resolve_parts(parts, name) is not original:
                 found.append(f"{qualified} was replaced")
         for name, module in self.modules.items():
             if sys.modules.get(name) is not module:
@@ -194,10 +201,11 @@ class Audit:
 
     def _harness_violations(self) -> list[str]:
         found = []
-        for name, (module, code) in self.harness.items():
+        for module, snapshot in self.harness:
+            name = module.__name__
             if sys.modules.get(name) is not module:
                 found.append(f"harness module {name} was replaced in sys.modules")
-            elif not _same_code(_code_of(module), code):
+            elif not snapshot.holds():
                 found.append(f"harness module {name} was modified")
         return found
 
@@ -229,26 +237,52 @@ class Audit:
         return found
 
 
-def _code_of(module: types.ModuleType) -> dict[str, Any]:
-    """Identity of every global of a harness module and of each function's code.
+class _Snapshot:
+    """Identity of every global of a harness module, of each function's code, and of
+    the methods of the module's own classes, taken at start-up.
 
     Harness globals are functions, classes and constants captured at start-up
-    (e.g. the clock); replacing any of them, or a function's ``__code__``,
-    shows up here.
+    (e.g. the clock); replacing any of them, a function's ``__code__``, or adding
+    a global or a method shows up here. Checked after every batch, so it is a flat
+    list compared by identity: the check is part of each batch's measured time.
     """
-    codes: dict[str, Any] = {}
-    for name, value in vars(module).items():
-        if name.startswith("__") and name != "__dict__":
-            continue
-        codes[name] = (value, getattr(value, "__code__", None))
-        if isinstance(value, type) and value.__module__ == module.__name__:
-            for attr, member in vars(value).items():
-                if isinstance(member, types.FunctionType):
-                    codes[f"{name}.{attr}"] = (member, member.__code__)
-    return codes
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self.entries: list[tuple[Mapping[str, Any], str, Any, Any]] = []
+        # (namespace, its length, how many of its entries are checked)
+        self.sizes: list[tuple[Mapping[str, Any], int, int]] = []
+        self._take(vars(module))
+        for value in vars(module).values():
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                self._take(vars(value), functions_only=True)
+
+    def _take(self, namespace: Mapping[str, Any], functions_only: bool = False) -> None:
+        for key, value in namespace.items():
+            if key.startswith("__") and key != "__dict__":
+                continue
+            if functions_only and not isinstance(value, types.FunctionType):
+                continue
+            self.entries.append((namespace, key, value, getattr(value, "__code__", None)))
+        self.sizes.append((namespace, len(namespace), _public_size(namespace, functions_only)))
+
+    def holds(self) -> bool:
+        for namespace, key, value, code in self.entries:
+            if namespace.get(key, _MISSING) is not value:
+                return False
+            if code is not None and value.__code__ is not code:
+                return False
+        # Nothing added: the same length, or (the warnings module may add a dunder to
+        # a module) the same number of checked entries.
+        return all(
+            len(namespace) == length or _public_size(namespace, index > 0) == size
+            for index, (namespace, length, size) in enumerate(self.sizes)
+        )
 
 
-def _same_code(now: dict[str, Any], then: dict[str, Any]) -> bool:
-    if now.keys() != then.keys():
-        return False
-    return all(now[key][0] is then[key][0] and now[key][1] is then[key][1] for key in then)
+def _public_size(namespace: Mapping[str, Any], functions_only: bool) -> int:
+    return sum(
+        1
+        for key, value in namespace.items()
+        if not (key.startswith("__") and key != "__dict__")
+        and (not functions_only or isinstance(value, types.FunctionType))
+    )

@@ -20,6 +20,7 @@ import gc
 import os
 import platform
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ CHANNEL_OUT_FD = 4
 
 _write = os.write
 _readv = os.readv
+_thread_time = time.thread_time
 
 
 def _read_into(view: memoryview) -> bool:
@@ -45,17 +47,21 @@ def _read_into(view: memoryview) -> bool:
     return True
 
 
-def read_message() -> tuple[dict[str, Any], list[memoryview]] | None:
-    """One command; None at end of file."""
+def read_message() -> tuple[dict[str, Any], list[memoryview], float] | None:
+    """One command, and this thread's CPU time when it began to arrive (waking up to
+    read it is not counted as the harness's bookkeeping: any loop pays for that);
+    None at end of file."""
     prefix = bytearray(12)
     if not _read_into(memoryview(prefix)):
         return None
+    began = _thread_time()
     total = protocol.frame_length(prefix)
     frame = bytearray(total)
     frame[:4] = prefix[8:]
     if not _read_into(memoryview(frame)[4:]):
         return None
-    return protocol.decode_frame(memoryview(frame))
+    header, blobs = protocol.decode_frame(memoryview(frame), trusted=True)
+    return header, blobs, began
 
 
 def send(header: dict[str, Any], blobs: list[memoryview] | None = None) -> None:
@@ -81,6 +87,7 @@ class Harness:
         self.last_args: Any = None
         self.last_tree: Any = None
         self.audit = audit.Audit([sys.modules[name] for name in _harness_modules()])
+        self.began = 0.0  # this thread's CPU time when the current command arrived
 
     # -- commands ---------------------------------------------------------------
 
@@ -130,12 +137,14 @@ class Harness:
 
     def call(self, header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
         args = self._args(header["args"])
+        call_began = _thread_time()
         try:
             output, inside_s, event_s = runner.call_once(
                 self._problem(), args, self.timer, bool(header.get("events"))
             )
         except BaseException as exc:  # SystemExit and friends are the submission's too
             raise runner.HarnessFailure("call", exc) from None
+        call_cpu = _thread_time() - call_began
         for region, device_copy in self.staged:
             region.copy_(device_copy)  # device guard bands and inputs back, for the grader
         reply: dict[str, Any] = {"time": inside_s, "event_time": event_s}
@@ -146,11 +155,23 @@ class Harness:
             return reply
         reply["out"] = outputs.describe(output, self.kept)
         reply["arena"] = list(self.arena.address_range())
+        reply["keep"] = self._bookkeeping(call_cpu)
         return reply
 
-    def audit_batch(self, _header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
+    def audit_batch(self, header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
+        """Lets a batch's outputs go and reports the checks: after a batch (inside the
+        measured time) the quick ones, which name a hook left behind; with ``full``
+        (after loading, after setup, after the timed batches) all of them."""
         self.kept = []
-        return {"violations": self.audit.violations()}
+        violations = self.audit.violations() if header.get("full") else self.audit.quick()
+        return {"violations": violations, "keep": self._bookkeeping(0.0)}
+
+    def _bookkeeping(self, call_cpu: float) -> float:
+        """This thread's CPU time for the current command, less the call's: reading and
+        decoding the command, the checks, describing the output (not encoding and
+        writing the reply). On the reference's side it bounds what a submission could
+        save by replacing this loop with a leaner one (see ``sandboxes.kernel_timing``)."""
+        return max(0.0, _thread_time() - self.began - call_cpu)
 
     def profile(self, header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
         calls = max(1, int(header.get("calls", 1)))
@@ -224,7 +245,7 @@ class Harness:
             message = read_message()
             if message is None:
                 return
-            header, blobs = message
+            header, blobs, self.began = message
             op = header.get("op")
             if op == "bye":
                 return

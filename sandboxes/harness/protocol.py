@@ -37,7 +37,7 @@ from typing import Any, TypeGuard
 
 import torch
 
-HARNESS_VERSION = "2.1.0"
+HARNESS_VERSION = "2.2.0"
 
 MAX_HEADER_BYTES = 8 * 1024 * 1024
 MAX_TREE_NODES = 100_000
@@ -47,6 +47,7 @@ MAX_DIMS = 16
 ALIGN = 64
 
 _PREFIX = struct.Struct(">QI")
+_loads = json.loads
 
 DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64,
@@ -97,14 +98,20 @@ def frame_length(prefix: bytes | bytearray | memoryview) -> int:
     return int(total)
 
 
-def decode_frame(frame: memoryview) -> tuple[dict[str, Any], list[memoryview]]:
-    """Split one complete frame (without its 8-byte length) into header and blobs."""
+def decode_frame(
+    frame: memoryview, trusted: bool = False
+) -> tuple[dict[str, Any], list[memoryview]]:
+    """Split one complete frame (without its 8-byte length) into header and blobs.
+
+    ``trusted``: the frame comes from the grader (the harness reading its commands),
+    so the header is parsed without the bounds that frames from a sandbox need."""
     if frame.nbytes < 4:
         raise ProtocolError("frame shorter than its header length")
     (header_len,) = struct.unpack(">I", frame[:4])
     if header_len > MAX_HEADER_BYTES or 4 + header_len > frame.nbytes:
         raise ProtocolError("header length out of range")
-    header = _parse_json(bytes(frame[4 : 4 + header_len]))
+    raw = bytes(frame[4 : 4 + header_len])
+    header = _loads(raw) if trusted else _parse_json(raw)
     if not isinstance(header, dict):
         raise ProtocolError("header is not an object")
     sizes = header.get("blobs", [])

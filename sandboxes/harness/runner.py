@@ -8,11 +8,13 @@ calls take.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import random
 import sys
 import time
 import traceback
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,62 @@ def import_file(path: Path) -> Any:
     return module
 
 
+# The name under which a re-evaluated module finds a shape set's sizes.
+_SIZES = "__benchwright_sizes__"
+
+
+def _assigned_names(statement: ast.stmt) -> set[str]:
+    """Module-level names a statement binds by assignment (``a = b = 1``, ``a, b = …``,
+    ``a: int = 1``, ``a += 1``)."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
+        targets = [statement.target]
+    else:
+        return set()
+    names = set()
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+    return names
+
+
+def reevaluate(module: Any, sizes: dict[str, Any]) -> Any:
+    """The reference module evaluated again from its source with a shape set's sizes in
+    place of its own: right after each top-level statement that assigns one of them, the
+    shape set's value is assigned instead, so every global derived from a size later in
+    the module (``bias_shape = (out_channels, 1, 1)``) follows the new size. Sizes the
+    module never assigns are set as attributes afterwards."""
+    path = Path(module.__file__)
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    body: list[ast.stmt] = []
+    assigned: set[str] = set()
+    for statement in tree.body:
+        body.append(statement)
+        for name in sorted(_assigned_names(statement) & sizes.keys()):
+            assigned.add(name)
+            body.append(
+                ast.Assign(
+                    targets=[ast.Name(name, ast.Store())],
+                    value=ast.Subscript(
+                        ast.Name(_SIZES, ast.Load()), ast.Constant(name), ast.Load()
+                    ),
+                )
+            )
+    tree.body = body
+    code = compile(ast.fix_missing_locations(tree), str(path), "exec")
+    fresh = types.ModuleType(module.__name__)
+    fresh.__file__ = module.__file__
+    setattr(fresh, _SIZES, dict(sizes))
+    sys.modules[module.__name__] = fresh
+    exec(code, fresh.__dict__)  # noqa: S102 - the reference's own source, in its sandbox
+    for name, value in sizes.items():
+        if name not in assigned:
+            setattr(fresh, name, value)
+    return fresh
+
+
 class Problem:
     """The loaded module of one side and what calling it means."""
 
@@ -112,6 +170,7 @@ class Problem:
         self.device = device
         self.model: Any = None
         self.params: dict[str, Any] = {}
+        self.original: Any = None  # the reference's module as imported, once re-evaluated
         missing = [
             name for name in ENTRY_POINTS[(problem_format, role)] if not hasattr(module, name)
         ]
@@ -124,8 +183,16 @@ class Problem:
         self.params = dict(params)
         if self.format != "kernelbench":
             return None
-        for name, value in params.items():
-            setattr(self.module, name, value)
+        if self.role == "reference":
+            if params or self.original is not None:
+                # Sizes change what the module derives from them: evaluate it again with
+                # this shape set's (the original module again for a set without sizes).
+                self.original = self.original or self.module
+                self.module = reevaluate(self.original, params) if params else self.original
+                sys.modules[self.original.__name__] = self.module
+        else:
+            for name, value in params.items():
+                setattr(self.module, name, value)
         seed_everything(init_seed)
         if self.role == "reference":
             init = list(self.module.get_init_inputs())

@@ -110,6 +110,10 @@ def test_report_of_an_accepted_submission(accepted: GradeReport) -> None:
     assert min(ratios) <= timing.speedup <= max(ratios)
     assert timing.reference.count == timing.submission.count >= 6  # pairs, at least six
     assert timing.witness["pairs"] == timing.reference.count
+    # The reference's own bookkeeping per call, measured by its harness, widens the margin.
+    share = timing.witness["bookkeeping_share"]
+    assert 0 < share <= 0.25
+    assert timing.witness["faster_margin"] == pytest.approx(0.05 + share)
     assert accepted.checked_calls >= 15 + timing.submission.calls
     assert timing.reference.ci_low_s <= timing.reference.median_s <= timing.reference.ci_high_s
     assert accepted.integrity.clean and len(accepted.integrity.checks) >= 5
@@ -393,14 +397,15 @@ def test_grade_command_text_report_and_exit_status() -> None:
 
 
 def test_calls_too_short_to_time_are_reported_but_not_scored(backend: Sandbox) -> None:
-    """rowsum's calls take microseconds: less than the handover around them, which a
-    submission could trim by replacing the harness's loop in its own process."""
+    """rowsum's calls take microseconds: less than the harness's own work around them,
+    which a submission could trim by replacing the harness's loop in its own process."""
     rowsum = GradingSpec.from_bundle_dir(EXPLOITS / "problems" / "rowsum")
     solution = (EXPLOITS / "honest_gpumode.py").read_text()
     report = grade(rowsum, {"solution.py": solution}, backend=backend, limits=Limits())
     assert report.verdict == Verdict.ACCEPTED, report.reason
     assert report.timing is not None and report.timing.timing_mode == "cpu_time"
     assert not report.timing.scored and not report.timing.significant
-    assert "under the 1 ms a scored timing needs" in report.timing.unscored_reason
+    assert "more than 25% of the reference's call" in report.timing.unscored_reason
+    assert report.timing.witness["bookkeeping_share"] > 0.25
     assert "not scored" in report.reason
     assert report.hardware["timed_on_cpu"] in os.sched_getaffinity(0)
