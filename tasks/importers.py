@@ -110,15 +110,34 @@ def _module_int_globals(source: str, filename: str) -> dict[str, int]:
         raise ProblemFormatError(f"{filename}: not valid Python: {error}") from error
     found: dict[str, int] = {}
     for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Constant)
-            and type(node.value.value) is int
-        ):
-            found[node.targets[0].id] = node.value.value
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value  # `height = width = 128` sets both
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            found.update(_int_bindings(target, value))
     return found
+
+
+def _int_bindings(target: ast.expr, value: ast.expr) -> dict[str, int]:
+    """Names bound to int constants by one assignment target: ``n = 4`` or
+    ``D, H, W = 16, 32, 32``."""
+    if isinstance(target, ast.Name):
+        if isinstance(value, ast.Constant) and type(value.value) is int:
+            return {target.id: value.value}
+        return {}
+    if (
+        isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+    ):
+        found: dict[str, int] = {}
+        for item, item_value in zip(target.elts, value.elts, strict=True):
+            found.update(_int_bindings(item, item_value))
+        return found
+    return {}
 
 
 def _module_defines(source: str, filename: str) -> set[str]:

@@ -49,7 +49,10 @@ def test_the_level_filter_picks_only_that_level(tmp_path):
         "import_kernelbench", str(FIXTURES / "kernelbench"), "--level", "2", "--out", str(tmp_path)
     )
 
-    assert list(Task.objects.values_list("slug", flat=True)) == ["kb-l2-12-linear-bias-relu"]
+    assert sorted(Task.objects.values_list("slug", flat=True)) == [
+        "kb-l2-12-linear-bias-relu",
+        "kb-l2-21-conv2d-biasadd-scale-sigmoid",
+    ]
 
 
 def test_a_folder_without_problems_is_a_clear_error(tmp_path):
@@ -82,3 +85,30 @@ def test_an_imported_task_grades_on_its_cpu_shape_set(tmp_path):
     assert report.verdict.value == "accepted", report.reason
     assert {trial.shape for trial in report.correctness} == {"cpu-scaled"}
     assert report.correctness[0].shapes[0][0] < 8192, "the CPU set is scaled down"
+
+
+@pytest.mark.slow
+def test_a_level_2_problem_with_derived_globals_grades_its_own_reference(tmp_path):
+    """``bias_shape = (out_channels, 1, 1)`` must follow the scaled-down
+    ``out_channels``: the reference itself, as the solution, is accepted."""
+    from sandboxes import get_backend
+    from sandboxes.base import Limits
+    from sandboxes.kernel import grade
+    from sandboxes.spec import GradingSpec
+
+    problem = FIXTURES / "kernelbench" / "level2" / "21_Conv2d_BiasAdd_Scale_Sigmoid.py"
+    call_command(
+        "import_kernelbench", str(problem), "--level", "2", "--out", str(tmp_path), "--no-import"
+    )
+    spec = GradingSpec.from_bundle_dir(tmp_path / "kb-l2-21-conv2d-biasadd-scale-sigmoid")
+    identity = problem.read_text().replace("class Model(", "class ModelNew(")
+
+    report = grade(spec, {"solution.py": identity}, backend=get_backend("bwrap"), limits=Limits())
+
+    assert report.verdict.value == "accepted", report.reason
+    assert {trial.shape for trial in report.correctness} == {"cpu-scaled"}
+    cpu = spec.shapes[-1].params
+    # The output: (batch, out_channels, height - 2, width - 2) at the scaled sizes.
+    side = cpu["height"] - 2
+    assert report.correctness[0].shapes == [[cpu["batch_size"], cpu["out_channels"], side, side]]
+    assert cpu["out_channels"] < 64

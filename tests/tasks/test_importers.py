@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from sandboxes.harness.runner import import_file, reevaluate
 from tasks.importers import (
     CPU_ELEMENT_BUDGET,
     ProblemFormatError,
@@ -93,7 +94,10 @@ def test_a_gpumode_problem_maps_tests_and_benchmarks_to_shapes():
 
 def test_finding_problems_in_a_tree_respects_the_level():
     root = FIXTURES / "kernelbench"
-    assert [p.name for p, _ in find_kernelbench_files(root, level=2)] == [LINEAR.name]
+    assert [p.name for p, _ in find_kernelbench_files(root, level=2)] == [
+        LINEAR.name,
+        "21_Conv2d_BiasAdd_Scale_Sigmoid.py",
+    ]
     assert {level for _, level in find_kernelbench_files(root, level=None)} == {1, 2}
     assert find_gpumode_folders(FIXTURES / "gpumode") == [VECTOR_SCALE]
 
@@ -122,3 +126,39 @@ def test_written_bundles_contain_every_file(tmp_path):
     folder = bundle.write(tmp_path)
 
     assert sorted(p.name for p in folder.iterdir()) == ["reference.py", "statement.md", "task.toml"]
+
+
+CONV_DERIVED = FIXTURES / "kernelbench" / "level2" / "21_Conv2d_BiasAdd_Scale_Sigmoid.py"
+
+
+def test_chained_size_assignments_are_scaled_too():
+    cpu = manifest_of(import_kernelbench_file(CONV_DERIVED, level=2))["grading"]["shapes"][1]
+
+    assert cpu["height"] == cpu["width"] < 256, "`height = width = 256` sets both sizes"
+    assert cpu["out_channels"] < 64 and "kernel_size" not in cpu
+
+
+def test_the_reference_is_evaluated_again_with_a_shape_sets_sizes(tmp_path):
+    """Globals derived from a size (``bias_shape = (out_channels, 1, 1)``) follow the
+    shape set's value, not the module's own."""
+    module = import_file(CONV_DERIVED)
+
+    small = reevaluate(module, {"out_channels": 5, "height": 7, "width": 7, "batch_size": 2})
+
+    assert small.bias_shape == small.scale_shape == (5, 1, 1)
+    assert small.get_init_inputs() == [3, 5, 3, (5, 1, 1), (5, 1, 1)]
+    assert tuple(small.get_inputs()[0].shape) == (2, 3, 7, 7)
+    model = small.Model(*small.get_init_inputs())
+    assert tuple(model(*small.get_inputs()).shape) == (2, 5, 5, 5)
+    assert module.bias_shape == (64, 1, 1), "the module as imported is left as it was"
+
+
+def test_sizes_unpacked_from_a_tuple_are_found(tmp_path):
+    problem = tmp_path / "7_Conv3d.py"
+    problem.write_text(
+        CONV_DERIVED.read_text().replace("height = width = 256", "D, height, width = 16, 256, 256")
+    )
+
+    cpu = manifest_of(import_kernelbench_file(problem, level=2))["grading"]["shapes"][1]
+
+    assert {"D", "height", "width"} <= set(cpu) and cpu["height"] < 256
