@@ -742,7 +742,9 @@ class _Grading:
                 f"{clean_text(sub.shared_mapping, 80)}, which other mappings can alias: "
                 "an output must be the call's own (private, anonymous) memory"
             )
-        storages = sub.info.storages
+        # The storages the harness names and the bytes the grader read: the first are the
+        # submission's word, the second are where its answer really is.
+        storages = [*sub.info.storages, *sub.info.read]
         if any(overlaps(new, old) for new in storages for old in earlier):
             raise Stop(
                 Verdict.WRONG_ANSWER,
