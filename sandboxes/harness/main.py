@@ -88,6 +88,10 @@ class Harness:
         self.last_tree: Any = None
         self.audit = audit.Audit([sys.modules[name] for name in _harness_modules()])
         self.began = 0.0  # this thread's CPU time when the current command arrived
+        # Bookkeeping after the last report (building, encoding and writing its reply),
+        # added to the next one.
+        self.reported_at = 0.0
+        self.unreported = 0.0
 
     # -- commands ---------------------------------------------------------------
 
@@ -168,10 +172,14 @@ class Harness:
 
     def _bookkeeping(self, call_cpu: float) -> float:
         """This thread's CPU time for the current command, less the call's: reading and
-        decoding the command, the checks, describing the output (not encoding and
-        writing the reply). On the reference's side it bounds what a submission could
-        save by replacing this loop with a leaner one (see ``sandboxes.kernel_timing``)."""
-        return max(0.0, _thread_time() - self.began - call_cpu)
+        decoding the command, the checks, describing the output, and (as it comes after
+        this report) building, encoding and writing the previous reply. On the
+        reference's side it bounds what a submission could save by replacing this loop
+        with a leaner one (see ``sandboxes.kernel_timing``)."""
+        now = _thread_time()
+        spent = max(0.0, now - self.began - call_cpu) + self.unreported
+        self.reported_at, self.unreported = now, 0.0
+        return spent
 
     def profile(self, header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
         calls = max(1, int(header.get("calls", 1)))
@@ -253,6 +261,8 @@ class Harness:
             reply_header, reply_blobs = reply if isinstance(reply, tuple) else (reply, [])
             ok = "error" not in reply_header
             send({"op": op, "seq": header.get("seq"), "ok": ok, **reply_header}, reply_blobs)
+            if self.reported_at >= self.began:  # this command's reply carried a report
+                self.unreported = _thread_time() - self.reported_at
 
     def _dispatch(self, handler: Any, header: dict[str, Any], blobs: list[memoryview]) -> Any:
         if handler is None:
