@@ -15,8 +15,10 @@ interpreter and only correctness is decided.
 from __future__ import annotations
 
 import ast
+import io
 import math
 import re
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +26,9 @@ from typing import Any
 import tomli_w
 import yaml
 
-# Each scaled-down CPU shape set keeps at most about this many elements in its
-# largest input, so a grading under the Triton interpreter takes seconds.
-CPU_ELEMENT_BUDGET = 4096
+# The product of a scaled-down CPU shape set's sizes stays within this, so a grading
+# (the Triton interpreter included) takes seconds.
+CPU_ELEMENT_BUDGET = 32768
 # Globals below this are parameters (kernel sizes, strides, dims), not sizes.
 SIZE_THRESHOLD = 16
 
@@ -85,22 +87,20 @@ def slugify(text: str) -> str:
 
 
 def scale_sizes(sizes: dict[str, int], budget: int = CPU_ELEMENT_BUDGET) -> dict[str, int]:
-    """Shrink size-like integers so their product stays within ``budget``.
+    """Shrink size-like integers by one common factor, a power of two, until their
+    product is within ``budget``.
 
-    Each size is capped at the same per-dimension limit, and a capped size is
-    made odd so the CPU set still exercises ragged tails and masking.
+    One factor for every size keeps the relations a module may rely on without
+    stating them (an output width that must equal a channel count, a size twice
+    another); capping each size separately broke such problems.
     """
     big = {name: value for name, value in sizes.items() if value >= SIZE_THRESHOLD}
     if not big or math.prod(big.values()) <= budget:
         return {}
-    cap = max(3, int(budget ** (1 / len(big))))
-    scaled = {}
-    for name, value in big.items():
-        new = min(value, cap)
-        if new < value and new % 2 == 0:
-            new -= 1
-        scaled[name] = new
-    return scaled
+    factor = 2
+    while math.prod(max(1, value // factor) for value in big.values()) > budget:
+        factor *= 2
+    return {name: max(1, value // factor) for name, value in big.items()}
 
 
 def _module_int_globals(source: str, filename: str) -> dict[str, int]:
@@ -208,6 +208,7 @@ def _manifest(
     fmt: str,
     shapes: list[dict[str, Any]],
     difficulty: str,
+    helpers: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     return {
         "slug": slug,
@@ -229,6 +230,9 @@ def _manifest(
             {"path": "statement.md", "visibility": "prompt", "role": "statement"},
             # Both public formats show the reference to the solver: it is the problem.
             {"path": "reference.py", "visibility": "prompt", "role": "reference"},
+            # Modules the reference imports (a GPU MODE problem's task.py, the suite's
+            # utils.py): beside the reference and the solution alike.
+            *({"path": path, "visibility": "prompt", "role": "other"} for path in helpers),
         ],
         "rubric": _default_rubric(),
     }
@@ -386,6 +390,13 @@ def import_gpumode_folder(
         raise ProblemFormatError(f"{task_yml}: not valid YAML: {error}") from error
     if not isinstance(meta, dict):
         raise ProblemFormatError(f"{task_yml}: expected a mapping at the top level")
+    helpers = _gpumode_helpers(folder, meta, task_yml)
+    source, mapped = map_cuda_device(source)
+    notes = (
+        ["device 'cuda' in reference.py is now the host's device (CPU shape sets run on CPUs)"]
+        if mapped
+        else []
+    )
     tests = _cases(meta, "tests", task_yml)
     benchmarks = _cases(meta, "benchmarks", task_yml, required=False)
     shapes: list[dict[str, Any]] = []
@@ -407,6 +418,7 @@ def import_gpumode_folder(
         fmt="gpumode",
         shapes=shapes,
         difficulty="medium",
+        helpers=tuple(helpers),
     )
     statement = GPUMODE_STATEMENT.format(
         title=title,
@@ -423,8 +435,89 @@ def import_gpumode_folder(
             "task.toml": tomli_w.dumps(manifest),
             "statement.md": statement,
             "reference.py": source,
+            **helpers,
         },
+        notes=notes,
     )
+
+
+# The files a GPU MODE runner brings itself, or that the platform's harness replaces.
+_GPUMODE_OWN_FILES = {"reference.py", "submission.py", "eval.py"}
+
+
+def _gpumode_helpers(folder: Path, meta: dict[str, Any], task_yml: Path) -> dict[str, str]:
+    """The modules a problem's reference imports, as its ``task.yml`` lists them under
+    ``files`` (``task.py`` beside it, the suite's shared ``../utils.py``): name -> text.
+    A listed file must lie inside the suite's folder (the problem folder's parent)."""
+    listed = meta.get("files")
+    if listed is None:
+        task_py = folder / "task.py"
+        return {"task.py": task_py.read_text(encoding="utf-8")} if task_py.is_file() else {}
+    if not isinstance(listed, list):
+        raise ProblemFormatError(f"{task_yml}: `files` must be a list of name/source tables")
+    suite = folder.parent.resolve()
+    helpers: dict[str, str] = {}
+    for index, entry in enumerate(listed):
+        where = f"{task_yml}: files[{index}]"
+        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)):
+            raise ProblemFormatError(f"{where}: expected a table with a `name` and a `source`")
+        name, source = entry["name"], entry.get("source")
+        if name in _GPUMODE_OWN_FILES or source == "@SUBMISSION@":
+            continue
+        if not isinstance(source, str) or not re.fullmatch(r"[A-Za-z0-9_]+\.py", name):
+            raise ProblemFormatError(
+                f"{where}: `name` must be a Python file name and `source` a path"
+            )
+        path = (folder / source).resolve()
+        if not path.is_relative_to(suite):
+            raise ProblemFormatError(f"{where}.source: {source!r} lies outside the suite's folder")
+        if not path.is_file():
+            raise ProblemFormatError(f"{where}.source: {source!r} does not exist")
+        text, _ = map_cuda_device(path.read_text(encoding="utf-8"))
+        helpers[name] = text
+    return helpers
+
+
+_DEVICE_NAME = "_BENCHWRIGHT_DEVICE"
+
+
+def map_cuda_device(source: str) -> tuple[str, bool]:
+    """The source with every ``'cuda'`` string literal replaced by the host's device
+    (``cuda`` where there is one, else ``cpu``), defined once at the top; and whether
+    anything was replaced. Input generators that create tensors on ``'cuda'`` then run
+    on CPU hosts too; on GPU hosts nothing changes."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        ast.parse(source)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return source, False
+    lines = source.splitlines(keepends=True)
+    hits = [
+        token
+        for token in tokens
+        if token.type == tokenize.STRING and token.string in ("'cuda'", '"cuda"')
+    ]
+    if not hits:
+        return source, False
+    for token in reversed(hits):  # right to left, so earlier columns stay valid
+        (row, start), (_, end) = token.start, token.end
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + _DEVICE_NAME + line[end:]
+    header = (
+        "import torch as _benchwright_torch\n"
+        f'{_DEVICE_NAME} = "cuda" if _benchwright_torch.cuda.is_available() else "cpu"'
+        "  # set on import\n"
+    )
+    # After any `from __future__` import, which must come first.
+    split = max(
+        (
+            node.end_lineno or node.lineno
+            for node in ast.parse(source).body
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        ),
+        default=0,
+    )
+    return "".join(lines[:split]) + header + "".join(lines[split:]), True
 
 
 def _cases(

@@ -112,3 +112,28 @@ def test_a_level_2_problem_with_derived_globals_grades_its_own_reference(tmp_pat
     side = cpu["height"] - 2
     assert report.correctness[0].shapes == [[cpu["batch_size"], cpu["out_channels"], side, side]]
     assert cpu["out_channels"] < 64
+
+
+@pytest.mark.slow
+def test_a_gpumode_problem_with_shared_modules_grades_the_suites_own_submission(tmp_path):
+    """The reference imports ``task`` and the suite's ``utils`` and makes its inputs on
+    ``'cuda'``: imported, it runs on this CPU host, and the problem's own example
+    submission (which imports ``task`` too) is accepted."""
+    from sandboxes import get_backend
+    from sandboxes.base import Limits
+    from sandboxes.kernel import grade
+    from sandboxes.spec import GradingSpec
+
+    problem = FIXTURES / "gpumode" / "luma_py"
+    call_command("import_gpumode", str(problem), "--out", str(tmp_path), "--no-import")
+    spec = GradingSpec.from_bundle_dir(tmp_path / "gpumode-luma")
+
+    report = grade(
+        spec,
+        {"solution.py": (problem / "submission.py").read_text()},
+        backend=get_backend("bwrap"),
+        limits=Limits(),
+    )
+
+    assert report.verdict.value == "accepted", report.reason
+    assert {trial.shape for trial in report.correctness} == {"cpu-1", "cpu-2"}

@@ -20,6 +20,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 ROW_SUM = FIXTURES / "kernelbench" / "level1" / "3_Row_Sum.py"
 LINEAR = FIXTURES / "kernelbench" / "level2" / "12_Linear_Bias_Relu.py"
 VECTOR_SCALE = FIXTURES / "gpumode" / "vector_scale_py"
+LUMA = FIXTURES / "gpumode" / "luma_py"
 
 
 def manifest_of(bundle):
@@ -30,12 +31,22 @@ def test_small_sizes_are_left_alone():
     assert scale_sizes({"batch_size": 4, "dim": 100}) == {}
 
 
-def test_gpu_sizes_shrink_to_odd_cpu_sizes_within_the_budget():
+def test_gpu_sizes_shrink_by_one_factor_within_the_budget():
     scaled = scale_sizes({"batch_size": 4096, "dim": 393216, "kernel_size": 3})
 
     assert set(scaled) == {"batch_size", "dim"}, "parameters below the size threshold stay"
     assert scaled["batch_size"] * scaled["dim"] <= CPU_ELEMENT_BUDGET
-    assert all(value % 2 == 1 for value in scaled.values())
+    assert scaled["dim"] * 4096 == 393216 * scaled["batch_size"], "ratios between sizes stay"
+
+
+def test_relations_between_sizes_survive_the_shrink():
+    """A transposed convolution's output width (2 * W) equals out_channels on the GPU
+    sizes, and a LayerNorm over the last axis relies on it: it must hold scaled down."""
+    scaled = scale_sizes(
+        {"batch_size": 32, "in_channels": 32, "out_channels": 64, "D": 16, "H": 32, "W": 32}
+    )
+
+    assert 2 * scaled["W"] == scaled["out_channels"]
 
 
 def test_a_kernelbench_problem_keeps_gpu_shapes_and_gets_a_cpu_set():
@@ -86,7 +97,7 @@ def test_a_gpumode_problem_maps_tests_and_benchmarks_to_shapes():
     gpu = [s for s in shapes if s["hosts"] == ["gpu"]]
     cpu = [s for s in shapes if s["hosts"] == ["cpu"]]
     assert [s["size"] for s in gpu] == [1024, 100003, 67108864]
-    assert [s["size"] for s in cpu] == [1024, 4095]
+    assert [s["size"] for s in cpu] == [1024, 25000]
     assert all("seed" not in s for s in shapes), "seeds are chosen per grading, never fixed"
     assert bundle.slug == "gpumode-vector-scale"
     assert "Multiply a vector by a scalar." in bundle.files["statement.md"]
@@ -99,7 +110,7 @@ def test_finding_problems_in_a_tree_respects_the_level():
         "21_Conv2d_BiasAdd_Scale_Sigmoid.py",
     ]
     assert {level for _, level in find_kernelbench_files(root, level=None)} == {1, 2}
-    assert find_gpumode_folders(FIXTURES / "gpumode") == [VECTOR_SCALE]
+    assert find_gpumode_folders(FIXTURES / "gpumode") == [LUMA, VECTOR_SCALE]
 
 
 def test_a_file_without_the_kernelbench_entry_points_is_refused(tmp_path):
@@ -162,3 +173,53 @@ def test_sizes_unpacked_from_a_tuple_are_found(tmp_path):
     cpu = manifest_of(import_kernelbench_file(problem, level=2))["grading"]["shapes"][1]
 
     assert {"D", "height", "width"} <= set(cpu) and cpu["height"] < 256
+
+
+def test_a_gpumode_problem_brings_the_modules_its_reference_imports():
+    bundle = import_gpumode_folder(LUMA)
+    files = {entry["path"]: entry for entry in manifest_of(bundle)["files"]}
+
+    assert bundle.files["utils.py"] == (LUMA.parent / "utils.py").read_text()
+    assert bundle.files["task.py"] == (LUMA / "task.py").read_text()
+    assert files["utils.py"]["visibility"] == files["task.py"]["visibility"] == "prompt"
+    assert "eval.py" not in bundle.files and "submission.py" not in bundle.files
+
+
+def test_cuda_device_literals_become_the_hosts_device():
+    reference = import_gpumode_folder(LUMA).files["reference.py"]
+
+    assert "'cuda'" not in reference and '"cuda"' not in reference.split("\n", 2)[2]
+    assert "device=_BENCHWRIGHT_DEVICE" in reference
+    assert (
+        '_BENCHWRIGHT_DEVICE = "cuda" if _benchwright_torch.cuda.is_available() else "cpu"'
+        in (reference.splitlines()[1])
+    )
+
+
+def test_a_listed_file_outside_the_suite_is_refused(tmp_path):
+    problem = tmp_path / "suite" / "p_py"
+    problem.mkdir(parents=True)
+    (problem / "reference.py").write_text((LUMA / "reference.py").read_text())
+    (problem / "task.yml").write_text(
+        'files:\n  - {"name": "utils.py", "source": "../../secret.py"}\n'
+        "tests:\n  - {size: 4, seed: 1}\n"
+    )
+    (tmp_path / "secret.py").write_text("x = 1\n")
+
+    with pytest.raises(ProblemFormatError, match=r"files\[0\]\.source: .* outside the suite"):
+        import_gpumode_folder(problem)
+
+
+def test_a_listed_file_that_is_missing_is_named(tmp_path):
+    problem = tmp_path / "suite" / "p_py"
+    problem.mkdir(parents=True)
+    (problem / "reference.py").write_text((LUMA / "reference.py").read_text())
+    (problem / "task.yml").write_text(
+        'files:\n  - {"name": "utils.py", "source": "../utils.py"}\n'
+        "tests:\n  - {size: 4, seed: 1}\n"
+    )
+
+    with pytest.raises(
+        ProblemFormatError, match=r"task.yml: files\[0\]\.source: '../utils.py' does not exist"
+    ):
+        import_gpumode_folder(problem)
