@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 
 from sandboxes.report import Verdict
 from sandboxes.spec import DEFAULT_TOLERANCES, FORMATS, LANGUAGES, SpecError
+from tasks.bundle import NOT_EXPECTABLE_VERDICTS
 from tasks.models import Difficulty, FileRole, Hardware, Kind, ReviewDecision, Visibility
 
 # Output dtypes offered in the tolerance table; others stay editable in task.toml.
@@ -93,7 +94,14 @@ class StatementForm(forms.Form):
 
 
 def _verdict_choices() -> list[tuple[str, str]]:
-    return [("", "—"), *Verdict.choices()]
+    return [
+        ("", "—"),
+        *(
+            (value, label)
+            for value, label in Verdict.choices()
+            if value not in NOT_EXPECTABLE_VERDICTS
+        ),
+    ]
 
 
 class FileForm(forms.Form):

@@ -50,6 +50,9 @@ class ValidationRow:
     submission_ms: float | None = None
     duration_s: float | None = None
     logs: dict[str, str] = field(default_factory=dict)
+    # The reference's own error when it failed (task_error): the task's editors may see
+    # what it quotes of their hidden files.
+    reference_error: str = ""
 
 
 def largest(values: list[Any]) -> float | None:
@@ -80,6 +83,9 @@ def validation_row(result: ValidationResult) -> ValidationRow:
         submission_ms=_median_ms(timing, "submission"),
         duration_s=report.get("duration_s"),
         logs={k: str(v) for k, v in (report.get("logs") or {}).items() if v},
+        reference_error=(
+            str(report.get("operator_notes") or "") if result.verdict == "task_error" else ""
+        ),
     )
 
 

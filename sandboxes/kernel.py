@@ -297,6 +297,16 @@ class _Grading:
                 self.conclude(Verdict.NEEDS_HARDWARE, "the reference needs a CUDA device", text)
                 return
             notes = f"{failure.kind}: {failure.message}\n{error.get('traceback', '')}"
+            if failure.kind == "error":
+                # The reference's own code raised on its own inputs: the task is broken.
+                # The error may quote hidden files, so it goes to the notes only.
+                self.conclude(
+                    Verdict.TASK_ERROR,
+                    "the task's reference failed: a problem with the task, not with the "
+                    "submission (its authors and operators see the error)",
+                    f"the reference raised {text}\n{notes}",
+                )
+                return
             self.conclude(
                 Verdict.INTERNAL_ERROR, "internal error: the reference process failed", notes
             )

@@ -26,6 +26,8 @@ class Verdict(StrEnum):
     OUTPUT_LIMIT_EXCEEDED = "output_limit_exceeded"
     INTEGRITY_VIOLATION = "integrity_violation"
     NEEDS_HARDWARE = "needs_hardware"
+    # The task's own reference raised: a problem with the task, not the submission.
+    TASK_ERROR = "task_error"
     INTERNAL_ERROR = "internal_error"
 
     def __str__(self) -> str:

@@ -11,7 +11,7 @@ class SubmissionStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
     GRADED = "graded"
-    FAILED = "failed", "Failed (platform error)"
+    FAILED = "failed", "Failed (not graded: a platform or task error)"
     AWAITING_REVIEW = "awaiting_review", "Awaiting review"
     REVIEWED = "reviewed"
     CANCELLED = "cancelled"

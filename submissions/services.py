@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 MAX_GRADING_ATTEMPTS = 3
 INTERNAL_ERROR = "internal_error"
 NEEDS_HARDWARE = "needs_hardware"
+TASK_ERROR = "task_error"
 
 
 def submission_set_status(
@@ -266,6 +267,19 @@ def grading_store(
     )
     if verdict == INTERNAL_ERROR:
         _retry_or_fail(submission, run)
+        return run
+    if verdict == TASK_ERROR:
+        # The task's reference is broken: grading again cannot help, and the submission
+        # is not at fault. Operators see the reference's error in the run's report.
+        submission_set_status(
+            submission_id=submission.pk, to=SubmissionStatus.FAILED, verdict=TASK_ERROR
+        )
+        log.error(
+            "task %s: its reference failed grading submission %s: %s",
+            submission.task_version.task.slug,
+            submission.pk,
+            str(report.get("operator_notes") or run.reason)[:2000],
+        )
         return run
     rubric_services.score_automatic(grading_run=run)
     submission_set_status(submission_id=submission.pk, to=SubmissionStatus.GRADED, verdict=verdict)

@@ -44,6 +44,9 @@ ROLES = ("statement", "reference", "solution", "negative", "test", "starter", "a
 ALWAYS_HIDDEN_ROLES = frozenset({"solution", "negative"})
 CRITERION_KINDS = ("automatic", "human")
 GRADING_FORMATS = ("kernelbench", "gpumode")
+# Verdicts about the platform or the task itself, which no example may be expected to
+# get: a broken reference must fail validation, never pass it.
+NOT_EXPECTABLE_VERDICTS = frozenset({"internal_error", "task_error"})
 # Used until sandboxes/report.py defines the verdicts.
 FALLBACK_VERDICTS = (
     "accepted",
@@ -587,10 +590,11 @@ def _checkfile_entry(
     role = _take_choice(entry, "role", ROLES, where, problems)
     note = _take(entry, "note", str, where, problems, required=False) or ""
     verdict = _take(entry, "expected_verdict", str, where, problems, required=False) or ""
-    if role == "negative" and verdict not in verdicts:
+    expectable = [name for name in verdicts if name not in NOT_EXPECTABLE_VERDICTS]
+    if role == "negative" and verdict not in expectable:
         problems.manifest(
             _join(where, "expected_verdict"),
-            f"a negative example needs the verdict it must get, one of: {', '.join(verdicts)}"
+            f"a negative example needs the verdict it must get, one of: {', '.join(expectable)}"
             + (f" (got {verdict!r})" if verdict else ""),
         )
     if role not in (None, "negative") and verdict:

@@ -55,3 +55,4 @@ INTERPRETER = "row-softmax-solution"  # accepted under Triton's interpreter: nev
 NEEDS_HARDWARE = "row-softmax-cuda-source"  # CUDA source on a host without a GPU
 EMPTY = "causal-softmax-empty"  # an empty file: runtime_error
 SYNTAX_ERROR = "causal-softmax-syntax-error"
+TASK_ERROR = "causal-softmax-broken-reference"  # the task's reference raised: task_error

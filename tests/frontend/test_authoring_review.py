@@ -118,6 +118,20 @@ def test_a_failed_run_marks_the_file_that_slipped_through(author):
     assert "The last validation failed" in html
 
 
+def test_a_broken_reference_fails_validation_and_shows_the_author_its_error(author):
+    task = complete_task(author)
+    run = validation.validation_start(task=task, user=author)
+    for result in run.results.all():
+        validation.validation_record(
+            result_id=result.pk, report=recorded.report(recorded.TASK_ERROR)
+        )
+    run.refresh_from_db()
+    assert run.status == "failed", "a task whose reference raises is never published"
+    html = html_of(logged_in(author).get(reverse("task-validation", args=[task.slug])))
+    assert "task_error" in html and "the reference's error" in html
+    assert "the reference raised ZeroDivisionError" in html
+
+
 def test_a_draft_without_a_solution_or_with_bundle_problems_is_not_validated(author):
     task = factories.make_task(author)
     client = logged_in(author)

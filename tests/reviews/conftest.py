@@ -130,9 +130,13 @@ def graded(
     if enter_queue:
         review_services.review_queue_enter(submission_id=submission.pk)
     submission.refresh_from_db()
-    assert submission.status == (
-        SubmissionStatus.AWAITING_REVIEW if enter_queue else SubmissionStatus.GRADED
+    # A broken reference (task_error) fails the submission: it is never graded.
+    settled = (
+        SubmissionStatus.FAILED
+        if (grading or {}).get("verdict") == "task_error"
+        else SubmissionStatus.GRADED
     )
+    assert submission.status == (SubmissionStatus.AWAITING_REVIEW if enter_queue else settled)
     return submission
 
 

@@ -178,18 +178,20 @@ def test_gpumode_without_its_own_check_uses_the_tolerances(
     )
 
 
-def test_a_broken_reference_is_an_internal_error(backend: Sandbox, tmp_path: Path) -> None:
+def test_a_broken_reference_is_a_task_error(backend: Sandbox, tmp_path: Path) -> None:
+    """The reference's own code raising is the task's problem: never the submission's,
+    and not an internal error to be retried."""
     spec = bare_spec(
         tmp_path,
         "broken.py",
         LINEAR_REFERENCE.replace("return [torch.randn", "return [1 / 0, torch.randn"),
     )
     report = grade(spec, {"solution.py": SOLUTION_LINEAR}, backend=backend, limits=Limits())
-    assert report.verdict == Verdict.INTERNAL_ERROR
-    assert report.reason == "internal error: the reference process failed"
-    # The details may quote hidden files: for operators only.
-    assert "ZeroDivisionError" in report.operator_notes
-    assert "operator_notes" not in report.public_dict()
+    assert report.verdict == Verdict.TASK_ERROR
+    assert report.reason.startswith("the task's reference failed: a problem with the task")
+    # The details may quote hidden files: for operators (and the task's authors) only.
+    assert "the reference raised ZeroDivisionError" in report.operator_notes
+    assert "ZeroDivisionError" not in str(report.public_dict())
 
 
 def test_a_sandbox_without_python_is_an_internal_error(add_relu: GradingSpec) -> None:

@@ -135,6 +135,48 @@ def test_internal_errors_past_the_retry_budget_mark_the_submission_failed():
     assert submission.attempts == services.MAX_GRADING_ATTEMPTS
 
 
+BROKEN_REFERENCE = """
+import torch
+
+
+def generate_input(**params):
+    return torch.ones(1) * (1 // 0)
+
+
+def ref_kernel(data):
+    return data
+"""
+
+
+@pytest.fixture(scope="module")
+def task_error_report(tmp_path_factory):
+    """A real grading against a reference whose input generator raises."""
+    from sandboxes import get_backend
+    from sandboxes.base import Limits
+    from sandboxes.kernel import grade
+    from sandboxes.spec import GradingSpec
+
+    path = tmp_path_factory.mktemp("broken") / "reference.py"
+    path.write_text(BROKEN_REFERENCE)
+    spec = GradingSpec.from_problem_file(path)
+    solution = "def custom_kernel(data):\n    return data\n"
+    report = grade(spec, {"solution.py": solution}, backend=get_backend("bwrap"), limits=Limits())
+    return report.to_dict()
+
+
+def test_a_task_error_fails_the_submission_at_once_and_is_logged(task_error_report, caplog):
+    assert task_error_report["verdict"] == "task_error", task_error_report["reason"]
+    submission = running_submission()
+
+    services.grading_store(submission_id=submission.pk, attempt=1, report=task_error_report)
+
+    submission.refresh_from_db()
+    assert (submission.status, submission.verdict) == (SubmissionStatus.FAILED, "task_error")
+    assert submission.attempts == 1, "grading again cannot mend a broken reference"
+    assert "its reference failed" in caplog.text and "ZeroDivisionError" in caplog.text
+    assert not CriterionScore.objects.filter(submission=submission).exists()
+
+
 def test_the_sweeper_requeues_only_submissions_stuck_past_the_limit():
     stuck = running_submission()
     fresh = running_submission()

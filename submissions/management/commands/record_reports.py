@@ -12,6 +12,7 @@ Run it again whenever the report format changes; ``tests/recorded.py`` loads the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ class Case:
     name: str
     task: str
     source: str  # a path in the task's folder, or "@reference", "@empty", "@syntax", "@cuda"
+    reference_tail: str = ""  # appended to the task's reference (a task with a slip in it)
 
 
 CASES = (
@@ -53,6 +55,17 @@ CASES = (
     Case("row-softmax-patched-clock", "row-softmax", "bad/patched_clock.py"),
     # A CUDA kernel for a GPU task, on a host without a GPU: needs_hardware.
     Case("row-softmax-cuda-source", "row-softmax", "@cuda"),
+    # A task whose reference raises on its own inputs: task_error, not the submission's.
+    Case(
+        "causal-softmax-broken-reference",
+        "cpu-causal-softmax",
+        "solution.py",
+        reference_tail=(
+            "\n\ndef get_inputs():  # a slip: the row count computed as zero\n"
+            "    rows = 0\n"
+            "    return [torch.randn(rows, 64) / (rows // rows)]\n"
+        ),
+    ),
 )
 
 CUDA_SOLUTION = r'''import torch
@@ -113,6 +126,9 @@ def record(case: Case) -> dict[str, Any]:
 
     task_dir = CATALOG / case.task
     spec = GradingSpec.from_bundle_dir(task_dir)
+    if case.reference_tail:
+        broken = spec.files[spec.reference_path] + case.reference_tail
+        spec = dataclasses.replace(spec, files={**spec.files, spec.reference_path: broken})
     files = submission_files(task_dir, case.source)
     report = grade(spec, files, backend=get_backend("bwrap"), limits=Limits())
     return {"task": spec.slug, "source": case.source, "files": files, "report": report.to_dict()}
