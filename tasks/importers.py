@@ -103,12 +103,15 @@ def scale_sizes(sizes: dict[str, int], budget: int = CPU_ELEMENT_BUDGET) -> dict
     return {name: max(1, value // factor) for name, value in big.items()}
 
 
-def _module_int_globals(source: str, filename: str) -> dict[str, int]:
+def _module_size_globals(source: str, filename: str) -> dict[str, int | tuple[int, ...]]:
+    """Module-level names bound to int constants (``n = 4``, ``M = 256 * 8``,
+    ``height = width = 128``, ``D, H, W = 16, 32, 32``) or to tuples of them
+    (``input_shape = (8192,)``)."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as error:
         raise ProblemFormatError(f"{filename}: not valid Python: {error}") from error
-    found: dict[str, int] = {}
+    found: dict[str, int | tuple[int, ...]] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value  # `height = width = 128` sets both
@@ -117,27 +120,75 @@ def _module_int_globals(source: str, filename: str) -> dict[str, int]:
         else:
             continue
         for target in targets:
-            found.update(_int_bindings(target, value))
+            found.update(_bindings(target, value))
     return found
 
 
-def _int_bindings(target: ast.expr, value: ast.expr) -> dict[str, int]:
-    """Names bound to int constants by one assignment target: ``n = 4`` or
-    ``D, H, W = 16, 32, 32``."""
+def _bindings(target: ast.expr, value: ast.expr) -> dict[str, int | tuple[int, ...]]:
+    """Names one assignment target binds to constant sizes."""
     if isinstance(target, ast.Name):
-        if isinstance(value, ast.Constant) and type(value.value) is int:
-            return {target.id: value.value}
+        number = _constant_int(value)
+        if number is not None:
+            return {target.id: number}
+        if isinstance(value, ast.Tuple):
+            items = [_constant_int(item) for item in value.elts]
+            if items and all(item is not None for item in items):
+                return {target.id: tuple(item for item in items if item is not None)}
         return {}
     if (
         isinstance(target, ast.Tuple)
         and isinstance(value, ast.Tuple)
         and len(target.elts) == len(value.elts)
     ):
-        found: dict[str, int] = {}
+        found: dict[str, int | tuple[int, ...]] = {}
         for item, item_value in zip(target.elts, value.elts, strict=True):
-            found.update(_int_bindings(item, item_value))
+            found.update(_bindings(item, item_value))
         return found
     return {}
+
+
+_INT_OPERATORS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b if b else None,
+    ast.Pow: lambda a, b: a**b if 0 <= b <= 64 else None,
+    ast.LShift: lambda a, b: a << b if 0 <= b <= 64 else None,
+}
+
+
+def _constant_int(node: ast.expr) -> int | None:
+    """The value of an int constant or of arithmetic on int constants, else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPERATORS:
+        left, right = _constant_int(node.left), _constant_int(node.right)
+        if left is None or right is None:
+            return None
+        return _INT_OPERATORS[type(node.op)](left, right)
+    return None
+
+
+def scale_module_sizes(sizes: dict[str, int | tuple[int, ...]]) -> dict[str, Any]:
+    """The CPU shape set's overrides for a module's size globals: ints and the elements
+    of int tuples shrink by one common factor (``scale_sizes``); a tuple comes back as a
+    list, which the harness turns into a tuple again."""
+    flat: dict[str, int] = {}
+    for name, value in sizes.items():
+        if isinstance(value, tuple):
+            flat.update({f"{name}[{index}]": item for index, item in enumerate(value)})
+        else:
+            flat[name] = value
+    scaled = scale_sizes(flat)
+    overrides: dict[str, Any] = {}
+    for name, value in sizes.items():
+        if isinstance(value, tuple):
+            items = [scaled.get(f"{name}[{index}]", item) for index, item in enumerate(value)]
+            if items != list(value):
+                overrides[name] = items
+        elif name in scaled:
+            overrides[name] = scaled[name]
+    return overrides
 
 
 def _module_defines(source: str, filename: str) -> set[str]:
@@ -304,8 +355,8 @@ def import_kernelbench_file(
     number, name = (match.group(1), match.group(2)) if match else ("", path.stem)
     title = name.replace("_", " ")
     slug = slugify(f"kb-l{level}-{number}-{name}" if level is not None else f"kb-{name}")
-    sizes = _module_int_globals(source, path.name)
-    cpu = scale_sizes(sizes)
+    sizes = _module_size_globals(source, path.name)
+    cpu = scale_module_sizes(sizes)
     shapes: list[dict[str, Any]] = [{"name": "original", "hosts": ["gpu"]}]
     shapes.append({"name": "cpu-scaled", "hosts": ["cpu"], **cpu} if cpu else {"name": "cpu"})
     tags = ["kernelbench"] + ([f"level{level}"] if level is not None else [])

@@ -183,6 +183,8 @@ class Problem:
         self.params = dict(params)
         if self.format != "kernelbench":
             return None
+        # A shape set writes a size tuple (``input_shape = (8192,)``) as a TOML array.
+        params = {name: tuple(v) if isinstance(v, list) else v for name, v in params.items()}
         if self.role == "reference":
             if params or self.original is not None:
                 # Sizes change what the module derives from them: evaluate it again with

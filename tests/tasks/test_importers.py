@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes.harness.runner import import_file, reevaluate
+from sandboxes.harness.runner import Problem, import_file, reevaluate
 from tasks.importers import (
     CPU_ELEMENT_BUDGET,
     ProblemFormatError,
@@ -223,3 +223,33 @@ def test_a_listed_file_that_is_missing_is_named(tmp_path):
         ProblemFormatError, match=r"task.yml: files\[0\]\.source: '../utils.py' does not exist"
     ):
         import_gpumode_folder(problem)
+
+
+def test_sizes_written_as_arithmetic_or_tuples_are_scaled(tmp_path):
+    problem = tmp_path / "4_Matrix_vector.py"
+    problem.write_text(
+        ROW_SUM.read_text().replace("batch_size = ", "input_shape = (8192,)\nbatch_size = 256 * ")
+    )
+
+    cpu = manifest_of(import_kernelbench_file(problem, level=1))["grading"]["shapes"][1]
+
+    assert cpu["batch_size"] < 256 * 8192 and len(cpu["input_shape"]) == 1
+    assert cpu["input_shape"][0] < 8192
+
+
+def test_a_size_tuple_from_a_shape_set_is_a_tuple_again_in_the_reference(tmp_path):
+    """TOML has no tuples: ``input_shape = [5]`` in a shape set must reach the module
+    as ``(5,)``, which code like ``(batch_size, *input_shape)`` or ``shape + (1,)`` needs."""
+    path = tmp_path / "reference.py"
+    path.write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x\n\nbatch_size = 64\ninput_shape = (8192,)\n"
+        "padded = input_shape + (1,)\n\ndef get_inputs():\n"
+        "    return [torch.rand(batch_size, *padded)]\n\ndef get_init_inputs():\n    return []\n"
+    )
+    problem = Problem(import_file(path), "kernelbench", "reference", "cpu")
+
+    problem.setup({"batch_size": 3, "input_shape": [5]}, init_seed=1, init=None)
+
+    assert problem.module.padded == (5, 1)
+    assert tuple(problem.generate(seed=2, seed_inputs=True)[0].shape) == (3, 5, 1)
