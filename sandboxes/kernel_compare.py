@@ -150,7 +150,11 @@ def _compare_tensor(
 ) -> None:
     result.shapes.append(list(sub.shape))
     result.dtypes.append(str(sub_node.get("dtype")))
-    if sub.dtype != ref.dtype:
+    # Where the task's own check decides (GPU MODE), floating dtypes may differ: the check
+    # compares values, as the suites' own examples expect (a float32 prefix sum against a
+    # float64 reference). Elsewhere the dtype is part of the answer.
+    floats = sub.dtype.is_floating_point and ref.dtype.is_floating_point
+    if sub.dtype != ref.dtype and (result.judge_values or not floats):
         result.fail(
             f"{path} has dtype {sub_node.get('dtype')}, the reference's is {ref_node.get('dtype')}"
         )
@@ -176,7 +180,7 @@ def _compare_tensor(
 
 def _errors(ref: torch.Tensor, sub: torch.Tensor, tolerance: Tolerance) -> tuple[float, float, int]:
     """(max abs error, max rel error, elements out of tolerance)."""
-    if ref.numel() == 0 or torch.equal(ref, sub):
+    if ref.numel() == 0 or (ref.dtype == sub.dtype and torch.equal(ref, sub)):
         return 0.0, 0.0, 0
     if not (ref.dtype.is_floating_point or ref.dtype.is_complex):
         diff = (sub.to(torch.float64) - ref.to(torch.float64)).abs()
