@@ -21,6 +21,7 @@ import os
 import platform
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -324,10 +325,17 @@ def main() -> None:
             "cuda": torch.cuda.is_available(),
         }
     )
-    with contextlib.suppress(BrokenPipeError):  # the grader went away
-        harness.serve()
-    # Skip interpreter teardown: submission objects may hang or print in finalisers.
+    # Always leave through os._exit, whatever serve() raises: interpreter teardown would
+    # run exit callbacks and finalizers a submission registered (and they may hang).
+    status = 0
     try:
-        sys.stdout.flush()
+        with contextlib.suppress(BrokenPipeError):  # the grader went away
+            harness.serve()
+    except BaseException:
+        status = 1
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
     finally:
-        os._exit(0)
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+        os._exit(status)
