@@ -111,6 +111,7 @@ def run_batch(
     inputs: list[Placed],
     *,
     call_timeout_s: float,
+    first_call_timeout_s: float | None = None,
     out_cap: int,
     check_unchanged: bool,
     events: bool = False,
@@ -130,7 +131,8 @@ def run_batch(
     for index, placed in enumerate(inputs):
         if index:
             _write(side, placed)
-        call = _call(side, placed, call_timeout_s, min(out_cap, left), check_unchanged, events)
+        timeout_s = first_call_timeout_s if index == 0 and first_call_timeout_s else call_timeout_s
+        call = _call(side, placed, timeout_s, min(out_cap, left), check_unchanged, events)
         left -= call.info.nbytes
         batch.calls.append(call)
     _find_shared_memory(side, batch)  # before audit lets the outputs go

@@ -191,6 +191,25 @@ def scale_module_sizes(sizes: dict[str, int | tuple[int, ...]]) -> dict[str, Any
     return overrides
 
 
+# What in a reference means it cannot run on a CPU at any size: dtypes the CPU lacks
+# kernels for, CUDA-only operators and APIs, CUDA source.
+CUDA_ONLY_MARKERS = (
+    (r"\btorch\.float8_\w+", "float8 dtypes have no CPU kernels"),
+    (r"\b_scaled_mm\b", "torch._scaled_mm is CUDA-only"),
+    (r"\btorch\.cuda\.(?:Stream|Event|graph|CUDAGraph)\b", "uses CUDA streams, events or graphs"),
+    (r"\bcuda_sources\s*=", "builds CUDA source"),
+    (r"^\s*(?:import|from)\s+(?:cupy|pycuda|flash_attn)\b", "imports a CUDA-only library"),
+)
+
+
+def cuda_only_reason(source: str) -> str:
+    """Why a reference cannot run on a CPU host at any size, or "" if it may."""
+    for pattern, reason in CUDA_ONLY_MARKERS:
+        if re.search(pattern, source, re.MULTILINE):
+            return reason
+    return ""
+
+
 def _module_defines(source: str, filename: str) -> set[str]:
     tree = ast.parse(source, filename=filename)
     return {
@@ -358,7 +377,13 @@ def import_kernelbench_file(
     sizes = _module_size_globals(source, path.name)
     cpu = scale_module_sizes(sizes)
     shapes: list[dict[str, Any]] = [{"name": "original", "hosts": ["gpu"]}]
-    shapes.append({"name": "cpu-scaled", "hosts": ["cpu"], **cpu} if cpu else {"name": "cpu"})
+    gpu_only = cuda_only_reason(source)
+    if gpu_only:
+        notes.append(f"GPU-only: {gpu_only}")
+    elif cpu:
+        shapes.append({"name": "cpu-scaled", "hosts": ["cpu"], **cpu})
+    else:
+        shapes[0] = {"name": "original"}  # small enough for every host
     tags = ["kernelbench"] + ([f"level{level}"] if level is not None else [])
     manifest = _manifest(
         slug=slug,
@@ -375,7 +400,7 @@ def import_kernelbench_file(
         hardware=hardware,
         language=language,
         gpu_shapes=_shape_table(sizes),
-        cpu_shapes=_shape_table({**sizes, **cpu}),
+        cpu_shapes=f"none: GPU-only ({gpu_only})" if gpu_only else _shape_table({**sizes, **cpu}),
         tolerances=_tolerance_lines(),
         source=source.rstrip(),
     )
@@ -454,7 +479,10 @@ def import_gpumode_folder(
     for index, case in enumerate(tests + benchmarks):
         clean = {key: value for key, value in case.items() if key != "seed"}
         shapes.append({"name": f"gpu-{index + 1}", "hosts": ["gpu"], **clean})
-    for index, case in enumerate(tests):
+    gpu_only = cuda_only_reason(source)
+    if gpu_only:
+        notes.append(f"GPU-only: {gpu_only}")
+    for index, case in enumerate([] if gpu_only else tests):
         clean = {key: value for key, value in _scale_case(case).items() if key != "seed"}
         shapes.append({"name": f"cpu-{index + 1}", "hosts": ["cpu"], **clean})
     name = folder.name.removesuffix("_py")
@@ -477,7 +505,11 @@ def import_gpumode_folder(
         hardware=hardware,
         language=language,
         gpu_shapes="; ".join(_shape_table(s) for s in tests + benchmarks),
-        cpu_shapes="; ".join(_shape_table(_scale_case(s)) for s in tests),
+        cpu_shapes=(
+            f"none: GPU-only ({gpu_only})"
+            if gpu_only
+            else "; ".join(_shape_table(_scale_case(s)) for s in tests)
+        ),
         source=source.rstrip(),
     )
     return ImportedBundle(

@@ -306,6 +306,12 @@ def _warm_up_torch(threads: int) -> None:
         torch.set_num_interop_threads(1)
     a = torch.randn(256, 256)
     (a @ a).relu_().sum().item()
+    # tqdm (torch.compile shows progress with it) starts a monitor thread on its first
+    # bar, which would count as a thread the solution left running.
+    with contextlib.suppress(ImportError):
+        import tqdm
+
+        tqdm.tqdm.monitor_interval = 0
 
 
 def main() -> None:

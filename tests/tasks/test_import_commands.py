@@ -1,5 +1,6 @@
 """import_kernelbench / import_gpumode end to end: fixtures -> bundles -> database -> grader."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,37 @@ def test_a_gpumode_problem_with_shared_modules_grades_the_suites_own_submission(
 
     assert report.verdict.value == "accepted", report.reason
     assert {trial.shape for trial in report.correctness} == {"cpu-1", "cpu-2"}
+
+
+@pytest.mark.slow
+def test_the_suite_report_grades_every_problems_identity_solution(tmp_path, capsys):
+    """Both GPU MODE fixtures: one with the suite's own example submission, one graded
+    with ref_kernel itself; the table and the totals say what happened to each."""
+    out = tmp_path / "report.json"
+
+    call_command(
+        "suite_report", str(FIXTURES / "gpumode"), "--format", "gpumode", "--json", str(out)
+    )
+
+    data = json.loads(out.read_text())
+    by_problem = {item["problem"]: item for item in data["problems"]}
+    assert set(by_problem) == {"luma_py", "vector_scale_py"}
+    assert all(
+        item["verdict"] == "accepted" and item["seconds"] > 0 for item in by_problem.values()
+    )
+    assert data["summary"]["identity accepted"] == 2 and data["summary"]["internal_error"] == 0
+    printed = capsys.readouterr().out
+    assert "| luma_py | identity accepted | 2 |" in printed
+
+
+def test_the_kernelbench_identity_solution_is_the_reference_renamed():
+    from tasks.importers import import_kernelbench_file
+    from tasks.suite_report import identity_solution
+
+    problem = FIXTURES / "kernelbench" / "level2" / "21_Conv2d_BiasAdd_Scale_Sigmoid.py"
+    bundle = import_kernelbench_file(problem, level=2)
+
+    solution = identity_solution(bundle, problem, "kernelbench")["solution.py"]
+
+    assert "class ModelNew(nn.Module):" in solution and "class Model(" not in solution
+    assert solution.count("def get_inputs") == 1, "the rest of the reference stays as it was"

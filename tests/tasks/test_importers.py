@@ -253,3 +253,28 @@ def test_a_size_tuple_from_a_shape_set_is_a_tuple_again_in_the_reference(tmp_pat
 
     assert problem.module.padded == (5, 1)
     assert tuple(problem.generate(seed=2, seed_inputs=True)[0].shape) == (3, 5, 1)
+
+
+def test_a_problem_that_cannot_run_on_a_cpu_is_marked_gpu_only_with_the_reason(tmp_path):
+    problem = tmp_path / "9_Fp8_Matmul.py"
+    problem.write_text(
+        ROW_SUM.read_text().replace(
+            "return x.sum(dim=1)", "return x.to(torch.float8_e4m3fn).float().sum(dim=1)"
+        )
+    )
+
+    bundle = import_kernelbench_file(problem, level=1)
+
+    shapes = manifest_of(bundle)["grading"]["shapes"]
+    assert shapes == [{"name": "original", "hosts": ["gpu"]}], "no CPU shape set"
+    assert "GPU-only: float8 dtypes have no CPU kernels" in bundle.notes
+    assert "none: GPU-only (float8 dtypes have no CPU kernels)" in bundle.files["statement.md"]
+
+
+def test_a_small_problem_has_one_shape_set_for_every_host(tmp_path):
+    problem = tmp_path / "1_Tiny.py"
+    problem.write_text(ROW_SUM.read_text().replace("8192", "4").replace("65536", "8"))
+
+    shapes = manifest_of(import_kernelbench_file(problem, level=1))["grading"]["shapes"]
+
+    assert shapes == [{"name": "original"}]
