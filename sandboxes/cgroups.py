@@ -108,9 +108,13 @@ class RunCgroup(ABC):
         """Whether a fork or thread creation failed on the task ceiling."""
 
     @abstractmethod
-    def freeze(self, timeout_s: float = FREEZE_TIMEOUT_S) -> None:
+    def freeze(
+        self, timeout_s: float = FREEZE_TIMEOUT_S, unless: Callable[[], bool] = lambda: False
+    ) -> None:
         """Stop every process in the cgroup; FreezeTimeout if they are not all stopped
-        within ``timeout_s`` (the cgroup is left freezing: call ``thaw`` or ``kill``)."""
+        within ``timeout_s`` (the cgroup is left freezing: call ``thaw`` or ``kill``).
+        ``unless`` ends the wait without an error: the run was killed meanwhile (a kill
+        thaws the cgroup so that SIGKILL is delivered, and nothing inside runs again)."""
 
     @abstractmethod
     def thaw(self) -> None:
@@ -249,10 +253,12 @@ class V1RunCgroup(RunCgroup):
     def pids(self) -> list[int]:
         return _procs(self.pids_dir)
 
-    def freeze(self, timeout_s: float = FREEZE_TIMEOUT_S) -> None:
+    def freeze(
+        self, timeout_s: float = FREEZE_TIMEOUT_S, unless: Callable[[], bool] = lambda: False
+    ) -> None:
         state = self.freezer / "freezer.state"
         _write(state, "FROZEN")
-        if not _wait_for(lambda: _read(state).strip() == "FROZEN", timeout_s):
+        if not _wait_for(lambda: _read(state).strip() == "FROZEN" or unless(), timeout_s):
             raise FreezeTimeout(f"{self.freezer} did not freeze in {timeout_s} s")
 
     def thaw(self) -> None:
@@ -364,10 +370,12 @@ class V2RunCgroup(RunCgroup):
         except FileNotFoundError:
             return False
 
-    def freeze(self, timeout_s: float = FREEZE_TIMEOUT_S) -> None:
+    def freeze(
+        self, timeout_s: float = FREEZE_TIMEOUT_S, unless: Callable[[], bool] = lambda: False
+    ) -> None:
         _write(self.path / "cgroup.freeze", "1")
         events = self.path / "cgroup.events"
-        if not _wait_for(lambda: _keyed(_read(events)).get("frozen") == 1, timeout_s):
+        if not _wait_for(lambda: _keyed(_read(events)).get("frozen") == 1 or unless(), timeout_s):
             raise FreezeTimeout(f"{self.path} did not freeze in {timeout_s} s")
 
     def thaw(self) -> None:

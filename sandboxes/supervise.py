@@ -211,7 +211,10 @@ class SupervisedProcess(SandboxProcess):
         cgroup = self._cgroup()
         if cgroup is None:
             raise SandboxError("the run's cgroup is not known yet: it cannot be frozen")
-        cgroup.freeze()
+        # Killed while freezing (its wall time ran out): the kill thaws the cgroup, and
+        # what is inside has SIGKILL pending, so it is as stopped as frozen; the next
+        # request finds it gone and the run's result says which limit it hit.
+        cgroup.freeze(unless=lambda: self._killed)
 
     def thaw(self) -> None:
         cgroup = self._cgroup()

@@ -16,4 +16,5 @@ $PY -m ruff format --check .
 echo "== mypy"
 $PY -m mypy .
 echo "== pytest"
-$PY -m pytest "$@"
+# The slowest tests are listed at the end, so a run that grows slower says where.
+$PY -m pytest --durations=30 "$@"

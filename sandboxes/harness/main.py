@@ -150,10 +150,10 @@ class Harness:
         except BaseException as exc:  # SystemExit and friends are the submission's too
             raise runner.HarnessFailure("call", exc) from None
         call_cpu = _thread_time() - call_began
+        hooks = self.audit.quick()  # first: a hook left running could otherwise run first
         for region, device_copy in self.staged:
             region.copy_(device_copy)  # device guard bands and inputs back, for the grader
         reply: dict[str, Any] = {"time": inside_s, "event_time": event_s}
-        hooks = self.audit.quick()
         if hooks:
             # Describing the output could run the hook: leave it untouched.
             reply["violations"] = hooks
