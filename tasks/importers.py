@@ -71,6 +71,9 @@ class ImportedBundle:
     slug: str
     files: dict[str, str]  # path -> text, task.toml included
     notes: list[str] = field(default_factory=list)
+    # How many times smaller than the original the CPU shape sets' sizes are (1 when
+    # they are the originals, or there are none): above 1, a milder shrink exists.
+    shrink: int = 1
 
     def write(self, root: Path) -> Path:
         folder = root / self.slug
@@ -86,21 +89,33 @@ def slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "problem"
 
 
-def scale_sizes(sizes: dict[str, int], budget: int = CPU_ELEMENT_BUDGET) -> dict[str, int]:
+def shrink_factor(sizes: dict[str, int], budget: int = CPU_ELEMENT_BUDGET) -> int:
+    """The smallest power of two that, dividing every size-like integer, brings their
+    product within ``budget`` (1 when it already is)."""
+    big = [value for value in sizes.values() if value >= SIZE_THRESHOLD]
+    factor = 1
+    while math.prod(max(1, value // factor) for value in big) > budget:
+        factor *= 2
+    return factor
+
+
+def scale_sizes(
+    sizes: dict[str, int], budget: int = CPU_ELEMENT_BUDGET, relax: int = 0
+) -> dict[str, int]:
     """Shrink size-like integers by one common factor, a power of two, until their
-    product is within ``budget``.
+    product is within ``budget``; ``relax`` halves the factor that many times (a
+    milder shrink, for a reference that fails when shrunk that far).
 
     One factor for every size keeps the relations a module may rely on without
     stating them (an output width that must equal a channel count, a size twice
     another); capping each size separately broke such problems.
     """
-    big = {name: value for name, value in sizes.items() if value >= SIZE_THRESHOLD}
-    if not big or math.prod(big.values()) <= budget:
+    factor = shrink_factor(sizes, budget) >> relax
+    if factor <= 1:
         return {}
-    factor = 2
-    while math.prod(max(1, value // factor) for value in big.values()) > budget:
-        factor *= 2
-    return {name: max(1, value // factor) for name, value in big.items()}
+    return {
+        name: max(1, value // factor) for name, value in sizes.items() if value >= SIZE_THRESHOLD
+    }
 
 
 def _module_size_globals(source: str, filename: str) -> dict[str, int | tuple[int, ...]]:
@@ -169,17 +184,21 @@ def _constant_int(node: ast.expr) -> int | None:
     return None
 
 
-def scale_module_sizes(sizes: dict[str, int | tuple[int, ...]]) -> dict[str, Any]:
-    """The CPU shape set's overrides for a module's size globals: ints and the elements
-    of int tuples shrink by one common factor (``scale_sizes``); a tuple comes back as a
-    list, which the harness turns into a tuple again."""
+def _flat_sizes(sizes: dict[str, int | tuple[int, ...]]) -> dict[str, int]:
     flat: dict[str, int] = {}
     for name, value in sizes.items():
         if isinstance(value, tuple):
             flat.update({f"{name}[{index}]": item for index, item in enumerate(value)})
         else:
             flat[name] = value
-    scaled = scale_sizes(flat)
+    return flat
+
+
+def scale_module_sizes(sizes: dict[str, int | tuple[int, ...]], relax: int = 0) -> dict[str, Any]:
+    """The CPU shape set's overrides for a module's size globals: ints and the elements
+    of int tuples shrink by one common factor (``scale_sizes``); a tuple comes back as a
+    list, which the harness turns into a tuple again."""
+    scaled = scale_sizes(_flat_sizes(sizes), relax=relax)
     overrides: dict[str, Any] = {}
     for name, value in sizes.items():
         if isinstance(value, tuple):
@@ -355,9 +374,19 @@ fresh random inputs, with tolerances by dtype:
 
 
 def import_kernelbench_file(
-    path: Path, *, level: int | None, hardware: str = "h100", language: str = "triton"
+    path: Path,
+    *,
+    level: int | None,
+    hardware: str = "h100",
+    language: str = "triton",
+    relax: int = 0,
+    gpu_only: str = "",
 ) -> ImportedBundle:
-    """One KernelBench problem file (e.g. ``level1/23_Softmax.py``) as a bundle."""
+    """One KernelBench problem file (e.g. ``level1/23_Softmax.py``) as a bundle.
+
+    ``relax`` asks for a milder CPU shrink (see ``scale_sizes``); ``gpu_only`` gives
+    a reason the problem has no CPU shape set beyond those found in its source (its
+    reference failed at every CPU size tried: ``tasks.suite_report.fit_problem``)."""
     source = path.read_text(encoding="utf-8")
     defined = _module_defines(source, path.name)
     missing = {"Model", "get_inputs", "get_init_inputs"} - defined
@@ -375,9 +404,10 @@ def import_kernelbench_file(
     title = name.replace("_", " ")
     slug = slugify(f"kb-l{level}-{number}-{name}" if level is not None else f"kb-{name}")
     sizes = _module_size_globals(source, path.name)
-    cpu = scale_module_sizes(sizes)
+    cpu = scale_module_sizes(sizes, relax=relax)
     shapes: list[dict[str, Any]] = [{"name": "original", "hosts": ["gpu"]}]
-    gpu_only = cuda_only_reason(source)
+    gpu_only = cuda_only_reason(source) or gpu_only
+    shrink = 1 if gpu_only else max(1, shrink_factor(_flat_sizes(sizes)) >> relax)
     if gpu_only:
         notes.append(f"GPU-only: {gpu_only}")
     elif cpu:
@@ -412,6 +442,7 @@ def import_kernelbench_file(
             "reference.py": source,
         },
         notes=notes,
+        shrink=shrink,
     )
 
 
@@ -439,15 +470,24 @@ Target hardware: **{hardware}**. Write the kernel in {language}.
 """
 
 
-def _scale_case(case: dict[str, Any]) -> dict[str, Any]:
-    sizes = {key: value for key, value in case.items() if type(value) is int and key != "seed"}
-    return {**case, **scale_sizes(sizes)}
+def _case_sizes(case: dict[str, Any]) -> dict[str, int]:
+    return {key: value for key, value in case.items() if type(value) is int and key != "seed"}
+
+
+def _scale_case(case: dict[str, Any], relax: int = 0) -> dict[str, Any]:
+    return {**case, **scale_sizes(_case_sizes(case), relax=relax)}
 
 
 def import_gpumode_folder(
-    folder: Path, *, hardware: str = "h100", language: str = "triton"
+    folder: Path,
+    *,
+    hardware: str = "h100",
+    language: str = "triton",
+    relax: int = 0,
+    gpu_only: str = "",
 ) -> ImportedBundle:
-    """One GPU MODE problem folder (``reference.py`` + ``task.yml``) as a bundle."""
+    """One GPU MODE problem folder (``reference.py`` + ``task.yml``) as a bundle;
+    ``relax`` and ``gpu_only`` as for ``import_kernelbench_file``."""
     reference = folder / "reference.py"
     task_yml = folder / "task.yml"
     for required in (reference, task_yml):
@@ -479,11 +519,12 @@ def import_gpumode_folder(
     for index, case in enumerate(tests + benchmarks):
         clean = {key: value for key, value in case.items() if key != "seed"}
         shapes.append({"name": f"gpu-{index + 1}", "hosts": ["gpu"], **clean})
-    gpu_only = cuda_only_reason(source)
+    gpu_only = cuda_only_reason(source) or gpu_only
     if gpu_only:
         notes.append(f"GPU-only: {gpu_only}")
+    shrink = max([1] + [shrink_factor(_case_sizes(case)) >> relax for case in tests])
     for index, case in enumerate([] if gpu_only else tests):
-        clean = {key: value for key, value in _scale_case(case).items() if key != "seed"}
+        clean = {key: value for key, value in _scale_case(case, relax).items() if key != "seed"}
         shapes.append({"name": f"cpu-{index + 1}", "hosts": ["cpu"], **clean})
     name = folder.name.removesuffix("_py")
     slug = slugify(f"gpumode-{name}")
@@ -508,7 +549,7 @@ def import_gpumode_folder(
         cpu_shapes=(
             f"none: GPU-only ({gpu_only})"
             if gpu_only
-            else "; ".join(_shape_table(_scale_case(s)) for s in tests)
+            else "; ".join(_shape_table(_scale_case(s, relax)) for s in tests)
         ),
         source=source.rstrip(),
     )
@@ -521,6 +562,7 @@ def import_gpumode_folder(
             **helpers,
         },
         notes=notes,
+        shrink=1 if gpu_only else shrink,
     )
 
 

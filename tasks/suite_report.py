@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .importers import (
     ImportedBundle,
@@ -38,6 +39,7 @@ class ProblemOutcome:
     verdict: str = ""  # the identity solution's, "" when not graded
     seconds: float = 0.0
     note: str = ""  # why not imported, or the grader's reason when not accepted
+    shrink: int = 1  # the CPU shape sets' sizes are 1/shrink of the original's
 
     @property
     def status(self) -> str:
@@ -67,35 +69,92 @@ def problems_of(root: Path, fmt: str, level: int | None) -> list[tuple[Path, int
     return [(folder, None) for folder in find_gpumode_folders(root)]
 
 
-def import_one(path: Path, fmt: str, level: int | None) -> ImportedBundle:
+def import_one(
+    path: Path, fmt: str, level: int | None, *, relax: int = 0, gpu_only: str = "", **options: str
+) -> ImportedBundle:
     if fmt == "kernelbench":
-        return import_kernelbench_file(path, level=level)
-    return import_gpumode_folder(path)
+        return import_kernelbench_file(path, level=level, relax=relax, gpu_only=gpu_only, **options)
+    return import_gpumode_folder(path, relax=relax, gpu_only=gpu_only, **options)
+
+
+def fit_problem(
+    path: Path, fmt: str, level: int | None, root: Path, **options: str
+) -> tuple[ImportedBundle | None, ProblemOutcome]:
+    """Import one problem and grade its identity solution in the real sandbox.
+
+    Where the reference itself fails at the CPU sizes (``task_error``: a group count
+    that no longer divides a shrunk channel count, a network that needs its full
+    image size), the shrink is halved and the grading tried again, up to the original
+    sizes; a reference that fails at every size makes the problem GPU-only, with the
+    reason. The bundle returned is the one that was graded (None if not imported)."""
+    outcome = ProblemOutcome(problem=str(path.relative_to(root)) if path != root else path.name)
+    failures: list[str] = []
+    relax = 0
+    while True:
+        bundle = _import_checked(path, fmt, level, outcome, relax=relax, **options)
+        if bundle is None or not outcome.cpu_shapes:
+            return bundle, outcome
+        report, seconds = _grade_identity(bundle, path, fmt)
+        first_note = (report.operator_notes or "").strip().splitlines()[:1]
+        reason = "; ".join([report.reason, *first_note])[:300]
+        error = (first_note or [report.reason])[0][:300]  # the reference's own error
+        if report.verdict.value == "needs_hardware":  # no size helps
+            why = f"the reference needs a GPU on this host ({error})"
+        elif report.verdict.value != "task_error":
+            break
+        else:
+            failures.append(f"at {_size_name(bundle.shrink)}: {error}")
+            if bundle.shrink > 1:
+                relax += 1
+                continue
+            why = f"the reference fails at every CPU size tried ({failures[0]})"
+        bundle = _import_checked(path, fmt, level, outcome, gpu_only=why[:300], **options)
+        outcome.note = why[:600]
+        return bundle, outcome
+    outcome.seconds, outcome.verdict, outcome.shrink = seconds, report.verdict.value, bundle.shrink
+    notes = [reason] if report.verdict.value != "accepted" else []
+    if failures:
+        notes.append(
+            f"graded at {_size_name(bundle.shrink)}; the reference failed " + " / ".join(failures)
+        )
+    outcome.note = "; ".join(notes)[:600]
+    return bundle, outcome
 
 
 def grade_problem(path: Path, fmt: str, level: int | None, root: Path) -> ProblemOutcome:
-    """Import one problem and grade its identity solution in the real sandbox."""
-    from sandboxes import get_backend
-    from sandboxes.base import Limits
-    from sandboxes.kernel import grade
+    return fit_problem(path, fmt, level, root)[1]
+
+
+def _import_checked(
+    path: Path, fmt: str, level: int | None, outcome: ProblemOutcome, **options: Any
+) -> ImportedBundle | None:
+    """The bundle, with ``outcome`` saying whether it imports and its CPU shape sets."""
     from sandboxes.spec import GradingSpec, SpecError
 
-    outcome = ProblemOutcome(problem=str(path.relative_to(root)) if path != root else path.name)
     try:
-        bundle = import_one(path, fmt, level)
+        bundle = import_one(path, fmt, level, **options)
     except ProblemFormatError as error:
-        outcome.note = str(error)
-        return outcome
+        outcome.imported, outcome.note = False, str(error)
+        return None
     outcome.slug, outcome.imported = bundle.slug, True
     with tempfile.TemporaryDirectory() as scratch:
         try:
             spec = GradingSpec.from_bundle_dir(bundle.write(Path(scratch)))
         except SpecError as error:
             outcome.imported, outcome.note = False, f"the bundle does not parse: {error}"
-            return outcome
+            return None
     outcome.cpu_shapes = len(spec.shapes_for("cpu"))
-    if not outcome.cpu_shapes:
-        return outcome
+    return bundle
+
+
+def _grade_identity(bundle: ImportedBundle, path: Path, fmt: str) -> tuple[Any, float]:
+    from sandboxes import get_backend
+    from sandboxes.base import Limits
+    from sandboxes.kernel import grade
+    from sandboxes.spec import GradingSpec
+
+    with tempfile.TemporaryDirectory() as scratch:
+        spec = GradingSpec.from_bundle_dir(bundle.write(Path(scratch)))
     began = time.monotonic()
     report = grade(
         spec,
@@ -103,12 +162,11 @@ def grade_problem(path: Path, fmt: str, level: int | None, root: Path) -> Proble
         backend=get_backend("bwrap"),
         limits=Limits(),
     )
-    outcome.seconds = time.monotonic() - began
-    outcome.verdict = report.verdict.value
-    if report.verdict.value != "accepted":
-        first_note = (report.operator_notes or "").strip().splitlines()[:1]
-        outcome.note = "; ".join([report.reason, *first_note])[:300]
-    return outcome
+    return report, time.monotonic() - began
+
+
+def _size_name(shrink: int) -> str:
+    return "the original sizes" if shrink == 1 else f"1/{shrink} of the sizes"
 
 
 def summary(outcomes: list[ProblemOutcome]) -> dict[str, object]:
@@ -128,11 +186,14 @@ def summary(outcomes: list[ProblemOutcome]) -> dict[str, object]:
 
 def markdown(outcomes: list[ProblemOutcome]) -> str:
     lines = [
-        "| problem | status | CPU shape sets | seconds | note |",
-        "| --- | --- | --- | --- | --- |",
+        "| problem | status | CPU shape sets | CPU sizes | seconds | note |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for o in outcomes:
         note = o.note.replace("|", "\\|").replace("\n", " ")
         seconds = f"{o.seconds:.1f}" if o.verdict else ""
-        lines.append(f"| {o.problem} | {o.status} | {o.cpu_shapes} | {seconds} | {note} |")
+        sizes = ("original" if o.shrink == 1 else f"1/{o.shrink}") if o.cpu_shapes else ""
+        lines.append(
+            f"| {o.problem} | {o.status} | {o.cpu_shapes} | {sizes} | {seconds} | {note} |"
+        )
     return "\n".join(lines) + "\n"

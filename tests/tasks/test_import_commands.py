@@ -172,3 +172,40 @@ def test_the_kernelbench_identity_solution_is_the_reference_renamed():
 
     assert "class ModelNew(nn.Module):" in solution and "class Model(" not in solution
     assert solution.count("def get_inputs") == 1, "the rest of the reference stays as it was"
+
+
+@pytest.mark.slow
+def test_fitting_shrinks_less_where_the_reference_fails_and_gives_up_on_a_cuda_only_one(
+    tmp_path, capsys
+):
+    """One problem whose GroupNorm(8, ...) refuses the channel count of the full CPU
+    shrink (64 -> 4) but runs at the next milder one (64 -> 8), and one whose reference
+    needs CUDA at any size: the first is written with the milder sizes, the second as
+    GPU-only, with the reference's own error as the reason."""
+    import tomllib
+
+    call_command(
+        "import_kernelbench",
+        str(FIXTURES / "kernelbench_fit"),
+        "--fit-cpu",
+        "--no-import",
+        "--out",
+        str(tmp_path),
+    )
+
+    printed = capsys.readouterr().out
+    groupnorm = tomllib.loads(
+        (tmp_path / "kb-l2-31-conv1d-groupnorm-tanh" / "task.toml").read_text()
+    )
+    cpu = [s for s in groupnorm["grading"]["shapes"] if s.get("hosts") == ["cpu"]]
+    assert [(s["out_channels"], s["batch_size"], s["length"]) for s in cpu] == [(8, 8, 2048)]
+    assert "level2/31_Conv1d_GroupNorm_Tanh.py: identity accepted" in printed
+    assert "graded at 1/8 of the sizes; the reference failed at 1/16 of the sizes" in printed
+    assert "num_channels (4) must be divisible" in printed
+
+    guarded = tomllib.loads((tmp_path / "kb-l2-32-device-guarded-scale" / "task.toml").read_text())
+    assert [shape.get("hosts") for shape in guarded["grading"]["shapes"]] == [["gpu"]]
+    statement = (tmp_path / "kb-l2-32-device-guarded-scale" / "statement.md").read_text()
+    assert "GPU-only (the reference needs a GPU on this host" in statement
+    assert "Torch not compiled with CUDA" in statement
+    assert "level2/32_Device_Guarded_Scale.py: GPU-only" in printed

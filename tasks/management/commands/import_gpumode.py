@@ -7,9 +7,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tasks.importers import ProblemFormatError, find_gpumode_folders, import_gpumode_folder
+from tasks.importers import find_gpumode_folders
 
-from .import_kernelbench import add_import_arguments, write_and_import
+from .import_kernelbench import add_import_arguments, build_bundles, write_and_import
 
 
 class Command(BaseCommand):
@@ -27,13 +27,5 @@ class Command(BaseCommand):
         folders = find_gpumode_folders(root) if root.is_dir() else []
         if not folders:
             raise CommandError(f"{root}: no GPU MODE problem folders (with task.yml) found")
-        try:
-            bundles = [
-                import_gpumode_folder(
-                    folder, hardware=options["hardware"], language=options["language"]
-                )
-                for folder in folders
-            ]
-        except ProblemFormatError as error:
-            raise CommandError(str(error)) from error
-        write_and_import(self, bundles, options)
+        problems: list[tuple[Path, int | None]] = [(folder, None) for folder in folders]
+        write_and_import(self, build_bundles(self, "gpumode", problems, root, options), options)

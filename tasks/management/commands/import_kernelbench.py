@@ -9,7 +9,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tasks.importers import ProblemFormatError, find_kernelbench_files, import_kernelbench_file
+from tasks import suite_report
+from tasks.importers import ImportedBundle, ProblemFormatError, find_kernelbench_files
 
 
 class Command(BaseCommand):
@@ -29,20 +30,7 @@ class Command(BaseCommand):
         problems = find_kernelbench_files(root, options["level"])
         if not problems:
             raise CommandError(f"{root}: no KernelBench problem files found")
-        bundles = []
-        for path, level in problems:
-            try:
-                bundles.append(
-                    import_kernelbench_file(
-                        path,
-                        level=level,
-                        hardware=options["hardware"],
-                        language=options["language"],
-                    )
-                )
-            except ProblemFormatError as error:
-                raise CommandError(str(error)) from error
-        write_and_import(self, bundles, options)
+        write_and_import(self, build_bundles(self, "kernelbench", problems, root, options), options)
 
 
 def add_import_arguments(parser: CommandParser, *, default_out: str) -> None:
@@ -56,9 +44,41 @@ def add_import_arguments(parser: CommandParser, *, default_out: str) -> None:
     parser.add_argument(
         "--language", default="triton", help="what solutions are written in (default: triton)"
     )
+    parser.add_argument(
+        "--fit-cpu",
+        action="store_true",
+        help="grade each problem's identity solution in the sandbox; where the reference "
+        "fails at the CPU sizes, shrink less; GPU-only if it fails at every size",
+    )
     parser.add_argument("--no-import", action="store_true", help="only write the bundles")
     parser.add_argument("--user", help="who imports (see import_tasks)")
     parser.add_argument("--draft", action="store_true", help="import without publishing")
+
+
+def build_bundles(
+    command: BaseCommand,
+    fmt: str,
+    problems: list[tuple[Path, int | None]],
+    root: Path,
+    options: dict[str, Any],
+) -> list[ImportedBundle]:
+    """Each problem as a bundle; with ``--fit-cpu``, at the CPU sizes its reference
+    runs at (``tasks.suite_report.fit_problem``)."""
+    extra = {"hardware": options["hardware"], "language": options["language"]}
+    bundles = []
+    for path, level in problems:
+        if options["fit_cpu"]:
+            bundle, outcome = suite_report.fit_problem(path, fmt, level, root, **extra)
+            command.stdout.write(f"{outcome.problem}: {outcome.status} {outcome.note[:200]}")
+            if bundle is None:
+                raise CommandError(outcome.note)
+        else:
+            try:
+                bundle = suite_report.import_one(path, fmt, level, **extra)
+            except ProblemFormatError as error:
+                raise CommandError(str(error)) from error
+        bundles.append(bundle)
+    return bundles
 
 
 def write_and_import(command: BaseCommand, bundles: list[Any], options: dict[str, Any]) -> None:
