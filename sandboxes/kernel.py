@@ -742,8 +742,17 @@ class _Grading:
         assert pair.ref is not None and pair.sub is not None
         comparisons: list[Comparison] = []
         earlier: list[tuple[int, int]] = []
-        for index, (ref, sub) in enumerate(zip(pair.ref.calls, pair.sub.calls, strict=True)):
+        calls = list(zip(pair.ref.calls, pair.sub.calls, strict=True))
+        for index, (ref, sub) in enumerate(calls):
             self._check_call(index, ref, sub, earlier)
+        for index, (_, sub) in enumerate(calls):
+            if sub.changed_after_read:
+                raise self.violation(
+                    f"the output of call {index + 1} changed after it was read, without "
+                    "sharing an address with a later output (memory moved or mapped twice): "
+                    "an output must stay as returned until the batch ends"
+                )
+        for index, (ref, sub) in enumerate(calls):
             comparison = compare_outputs(
                 ref.node, ref.value, sub.node, sub.value,
                 self.spec.tolerance_for, judge_values=not self.has_check,

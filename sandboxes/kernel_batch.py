@@ -68,6 +68,11 @@ class Call:
     # outputs, or an output and an input, can share memory at addresses that do not
     # overlap.
     shared_mapping: str | None = None
+    # Read again at the end of the batch, the output no longer held what was read.
+    # Addresses that do not overlap can still be the same memory over time: pages
+    # moved from one call's output to the next (mremap) or rewritten through another
+    # mapping change an answer already given.
+    changed_after_read: bool = False
 
 
 @dataclass
@@ -136,6 +141,7 @@ def run_batch(
         left -= call.info.nbytes
         batch.calls.append(call)
     _find_shared_memory(side, batch)  # before audit lets the outputs go
+    _check_outputs_kept(side, batch)
     audit = side.request(
         "audit", {"full": False}, timeout_s=max(1.0, call_timeout_s), max_bytes=1 << 20
     )
@@ -158,6 +164,13 @@ def _find_shared_memory(side: Side, batch: Batch) -> None:
             for start, end, name in mappings:
                 if size and low < end and start < low + size:
                     call.shared_mapping = name
+
+
+def _check_outputs_kept(side: Side, batch: Batch) -> None:
+    """Whether every earlier output still holds what was read from it (the grader
+    names a change, after its address checks: see ``Call.changed_after_read``)."""
+    for call in batch.calls[:-1]:  # the last one was read just now
+        call.changed_after_read = side.output_changed(call.info)
 
 
 def _write(side: Side, placed: Placed) -> None:

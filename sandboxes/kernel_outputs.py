@@ -12,6 +12,7 @@ submission's failure.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,10 @@ from .harness.protocol import (
     tensor_nbytes,
 )
 from .procstat import MemoryReadError, ProcessGone, read_memory
+
+_memcmp = ctypes.CDLL(None).memcmp
+_memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+_memcmp.restype = ctypes.c_int
 
 
 class OutputTooLarge(ProtocolError):
@@ -51,6 +56,7 @@ class OutputInfo:
     storages: list[tuple[int, int]] = field(default_factory=list)  # as the harness reports them
     read: list[tuple[int, int]] = field(default_factory=list)  # where the grader read the bytes
     nbytes: int = 0
+    copies: list[torch.Tensor] = field(default_factory=list)  # what was read, per ``read``
 
 
 Reader = Callable[[int, int, int], None]  # (address there, address here, size)
@@ -97,6 +103,7 @@ class _OutputWalker(TreeWalker):
             self.read(addr, tensor.data_ptr(), nbytes)
         self.info.storages.append((storage[0], storage[1]))
         self.info.read.append((addr, nbytes))
+        self.info.copies.append(tensor)
         return tensor
 
 
@@ -113,6 +120,22 @@ def read_output(tree: Any, pid: int, cap_bytes: int) -> tuple[Any, OutputInfo]:
 
     walker = _OutputWalker(read, cap_bytes)
     return walker.unpack(tree), walker.info
+
+
+def changed_since_read(info: OutputInfo, pid: int) -> bool:
+    """Whether any byte read for an output is different in the process now (read
+    again, compared byte for byte; memory the process no longer maps has changed)."""
+    for (address, nbytes), copy in zip(info.read, info.copies, strict=True):
+        if not nbytes:
+            continue
+        now = torch.empty(nbytes, dtype=torch.uint8)
+        try:
+            read_memory(pid, address, now.data_ptr(), nbytes)
+        except MemoryReadError:
+            return True
+        if _memcmp(now.data_ptr(), copy.data_ptr(), nbytes) != 0:
+            return True
+    return False
 
 
 def overlaps(first: tuple[int, int], second: tuple[int, int]) -> bool:

@@ -27,7 +27,7 @@ from . import procstat
 from .base import RunRequest, RunResult, Sandbox, SandboxError, SandboxProcess
 from .harness.protocol import ProtocolError, decode_frame, encode_frame, frame_length
 from .kernel_inputs import ArenaInputs
-from .kernel_outputs import OutputInfo, read_output
+from .kernel_outputs import OutputInfo, changed_since_read, read_output
 from .procstat import ProcessGone
 
 MiB = 1024 * 1024
@@ -242,6 +242,14 @@ class Side:
 
     def thread_cpu(self) -> dict[tuple[int, int], float]:
         return procstat.cpu_by_thread(self.process.host_pids())
+
+    def output_changed(self, info: OutputInfo) -> bool:
+        """Whether an output read earlier no longer holds what was read."""
+        try:
+            return changed_since_read(info, self.pid)
+        except ProcessGone:
+            message = "it ended before its outputs were checked"
+            raise SideFailure(self.role, "gone", message) from None
 
     def read_output(self, tree: Any, cap_bytes: int) -> tuple[Any, OutputInfo]:
         try:

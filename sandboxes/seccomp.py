@@ -5,7 +5,11 @@ or a side channel would: network sockets (only ``AF_UNIX`` may be created, so
 ``multiprocessing`` and torch's shared-memory handles keep working), tracing
 other processes, the kernel keyring, io_uring (it bypasses this filter), eBPF,
 perf events, mounting and namespaces, module loading and kexec, clock and
-swap changes. Refused calls fail with ``EPERM``, which libraries handle as
+swap changes, and the timers and signal descriptors that can make the kernel do
+work for a process while it is frozen (POSIX timers, timerfd, signalfd: a timer
+expiring into a signalfd watched by many epoll sets costs milliseconds of
+interrupt time, which is charged to whatever runs on that CPU, the reference
+measured next). Refused calls fail with ``EPERM``, which libraries handle as
 "not allowed" instead of crashing.
 
 Only the native architecture is allowed: a call made through another ABI
@@ -70,6 +74,10 @@ REQUIRED_DENIED = (
     "vhangup",
     "iopl",
     "ioperm",
+    "timer_create",
+    "timerfd_create",
+    "signalfd",
+    "signalfd4",
 )
 
 # Newer calls that older libseccomp releases may not know; refused when known.

@@ -63,6 +63,7 @@ WATCHED: tuple[tuple[str, str], ...] = (
     ("os", "write"),
     ("os", "read"),
     ("os", "readv"),
+    ("os", "_exit"),
     ("json", "dumps"),
     ("json", "loads"),
     ("sys", "excepthook"),
