@@ -314,6 +314,15 @@ class _Grading:
                     f"the reference raised {text}\n{notes}",
                 )
                 return
+            if failure.kind == "too_large":
+                # Its weights or outputs at this shape set are more than a grading holds.
+                self.conclude(
+                    Verdict.TASK_ERROR,
+                    "the task's reference produced more data than a grading can hold at "
+                    "this shape set: a problem with the task, not with the submission",
+                    notes,
+                )
+                return
             self.conclude(
                 Verdict.INTERNAL_ERROR, "internal error: the reference process failed", notes
             )
@@ -328,7 +337,7 @@ class _Grading:
                 Verdict.TIME_LIMIT_EXCEEDED,
                 f"the submission did not answer in time ({failure.message})",
             )
-        elif failure.kind == "protocol":
+        elif failure.kind in ("protocol", "too_large"):
             self.conclude(
                 Verdict.INTEGRITY_VIOLATION,
                 f"the submission process sent a malformed reply ({failure.message})",

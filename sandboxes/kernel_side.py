@@ -39,7 +39,8 @@ class SideFailure(Exception):
     """A harness process did not answer as it should.
 
     ``kind``: ``gone`` (it exited or closed its channel), ``timeout``,
-    ``protocol`` (a malformed, oversized or out-of-order reply) or ``error``
+    ``protocol`` (a malformed or out-of-order reply), ``too_large`` (a reply over
+    its cap) or ``error``
     (it answered with an exception raised by the problem code, in ``error``).
     """
 
@@ -163,9 +164,8 @@ class Side:
                 except ProtocolError as exc:
                     raise SideFailure(self.role, "protocol", str(exc)) from exc
                 if total > max_bytes:
-                    raise SideFailure(
-                        self.role, "protocol", f"reply of {total} bytes is over the {max_bytes} cap"
-                    )
+                    message = f"reply of {total} bytes is over the {max_bytes} cap"
+                    raise SideFailure(self.role, "too_large", message)
             if total is not None and len(self.buffer) >= 8 + total:
                 return self._split(8 + total)
             self._receive(deadline, op)

@@ -120,8 +120,8 @@ def scale_sizes(
 
 def _module_size_globals(source: str, filename: str) -> dict[str, int | tuple[int, ...]]:
     """Module-level names bound to int constants (``n = 4``, ``M = 256 * 8``,
-    ``height = width = 128``, ``D, H, W = 16, 32, 32``) or to tuples of them
-    (``input_shape = (8192,)``)."""
+    ``height = width = 128``, ``D, H, W = 16, 32, 32``) or to tuples or lists of them
+    (``input_shape = (8192,)``, ``hidden_layer_sizes = [32768, 32768]``)."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as error:
@@ -145,7 +145,7 @@ def _bindings(target: ast.expr, value: ast.expr) -> dict[str, int | tuple[int, .
         number = _constant_int(value)
         if number is not None:
             return {target.id: number}
-        if isinstance(value, ast.Tuple):
+        if isinstance(value, ast.Tuple | ast.List):  # the harness keeps a list a list
             items = [_constant_int(item) for item in value.elts]
             if items and all(item is not None for item in items):
                 return {target.id: tuple(item for item in items if item is not None)}

@@ -100,6 +100,12 @@ def fit_problem(
         error = (first_note or [report.reason])[0][:300]  # the reference's own error
         if report.verdict.value == "needs_hardware":  # no size helps
             why = f"the reference needs a GPU on this host ({error})"
+        elif report.verdict.value in ("time_limit_exceeded", "memory_limit_exceeded"):
+            # The reference itself, at the smallest size it runs at: no grading fits.
+            why = (
+                f"the reference does not fit a CPU grading at {_size_name(bundle.shrink)} "
+                f"({report.verdict.value}: {error})"
+            )
         elif report.verdict.value != "task_error":
             break
         else:

@@ -160,6 +160,12 @@ def reevaluate(module: Any, sizes: dict[str, Any]) -> Any:
     return fresh
 
 
+def _as_written(module: Any, name: str, value: Any) -> Any:
+    if isinstance(value, list) and not isinstance(getattr(module, name, None), list):
+        return tuple(value)
+    return value
+
+
 class Problem:
     """The loaded module of one side and what calling it means."""
 
@@ -183,8 +189,10 @@ class Problem:
         self.params = dict(params)
         if self.format != "kernelbench":
             return None
-        # A shape set writes a size tuple (``input_shape = (8192,)``) as a TOML array.
-        params = {name: tuple(v) if isinstance(v, list) else v for name, v in params.items()}
+        # A shape set writes a size tuple (``input_shape = (8192,)``) as a TOML array:
+        # it becomes a tuple again, unless the module itself wrote a list.
+        written = self.original or self.module
+        params = {name: _as_written(written, name, value) for name, value in params.items()}
         if self.role == "reference":
             if params or self.original is not None:
                 # Sizes change what the module derives from them: evaluate it again with

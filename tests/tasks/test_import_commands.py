@@ -209,3 +209,9 @@ def test_fitting_shrinks_less_where_the_reference_fails_and_gives_up_on_a_cuda_o
     assert "GPU-only (the reference needs a GPU on this host" in statement
     assert "Torch not compiled with CUDA" in statement
     assert "level2/32_Device_Guarded_Scale.py: GPU-only" in printed
+
+    # Sizes in a list (joined to others with list arithmetic) shrink and stay a list.
+    mlp = tomllib.loads((tmp_path / "kb-l3-2-shallow-wide-mlp" / "task.toml").read_text())
+    cpu = [s for s in mlp["grading"]["shapes"] if s.get("hosts") == ["cpu"]]
+    assert [s["hidden_layer_sizes"] for s in cpu] == [[16, 16]]
+    assert "level3/2_Shallow_Wide_MLP.py: identity accepted" in printed
