@@ -22,7 +22,8 @@ The figure of a batch is decided by the grader alone (see ``kernel_batch``):
 
 Batch length comes from the reference's warm-up only: enough calls for the
 reference to spend ``BATCH_CPU_S`` in a batch, within the time budget and the
-memory a batch's inputs and outputs take. Pairs of batches alternate which
+memory a batch's inputs and outputs take; one untimed pair of that length
+settles both heaps before the first timed pair. Pairs of batches alternate which
 side goes first; the speedup is the median of the pairs' ratios, with a
 sign-test interval (``timing.sign_test_interval``), and it is significant
 only with at least ``MIN_PAIRS`` pairs and an interval that lies wholly beyond
@@ -152,6 +153,7 @@ class Timing:
         if shape is not self.g.current_shape:
             self.g.setup(shape)
         self.calls_per_batch = self._calls_per_batch(self._warm_up())
+        self._settle()
         self._pairs()
         return self._result(shape)
 
@@ -164,6 +166,16 @@ class Timing:
         assert pair.ref is not None
         self._note_overhead(pair.ref)
         return pair.ref
+
+    def _settle(self) -> None:
+        """One untimed pair of full-length batches: each side's heap grows to what a
+        timed batch holds (its outputs are kept until the batch ends), so the first
+        timed pair does not charge the page faults of that growth to one side only
+        (a submission that grew its heap at import would start 2x ahead)."""
+        if self.mode == "interpreter" or self.calls_per_batch <= 1:
+            return
+        pair = self.g.run_pair(self.calls_per_batch, events=self.events)
+        self.g.require_correct(pair, "settling batch")
 
     def _calls_per_batch(self, warm: Batch) -> int:
         """From the reference's warm-up alone: a submission cannot steer it."""
