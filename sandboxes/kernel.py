@@ -110,6 +110,9 @@ MIN_ARENA_BYTES = 256 * MiB
 # long (later calls get the task's call_timeout_s).
 COMPILE_MARKER = re.compile(r"\btorch\.compile\b")
 COMPILE_CALL_TIMEOUT_S = 180.0
+# The reference's init arguments and weights travel to the grader as one reply.
+MAX_STATE_BYTES = 4 * GiB
+
 # glibc: keep freed memory instead of returning it, so each call's allocations
 # do not page-fault anew (see the timing notes); thread counts are pinned too.
 MALLOC_ENV = {
@@ -610,14 +613,14 @@ class _Grading:
             "setup",
             header,
             timeout_s=self.remaining(300.0, trusted=True),
-            max_bytes=4 * GiB,
+            max_bytes=MAX_STATE_BYTES,
         )
         self._turn(
             self.ref,
             "setup",
             header,
             timeout_s=self.remaining(300.0, trusted=True),
-            max_bytes=4 * GiB,
+            max_bytes=MAX_STATE_BYTES,
         )
         submission = self._turn(
             self.sub,

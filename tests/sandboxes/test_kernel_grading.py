@@ -161,6 +161,21 @@ def test_reference_weights_are_copied_into_the_solution(backend: Sandbox, tmp_pa
     assert "differs from the reference" in report.reason
 
 
+def test_reference_weights_over_the_cap_are_a_task_error(
+    backend: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reference whose weights at a shape set are more than a grading holds (a wide
+    MLP left at its GPU sizes) is the task's problem, not an internal error."""
+    import sandboxes.kernel
+
+    monkeypatch.setattr(sandboxes.kernel, "MAX_STATE_BYTES", 2048)  # 32x32 floats: 4 KiB
+    spec = bare_spec(tmp_path, "linear.py", LINEAR_REFERENCE)
+    report = grade(spec, {"solution.py": SOLUTION_LINEAR}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.TASK_ERROR, report.reason
+    assert "more data than a grading can hold" in report.reason
+    assert "over the 2048 cap" in report.operator_notes
+
+
 def test_gpumode_without_its_own_check_uses_the_tolerances(
     backend: Sandbox, tmp_path: Path
 ) -> None:
