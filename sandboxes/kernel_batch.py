@@ -167,8 +167,9 @@ def _find_shared_memory(side: Side, batch: Batch) -> None:
 
 
 def _check_outputs_kept(side: Side, batch: Batch) -> None:
-    """Whether every earlier output still holds what was read from it (the grader
-    names a change, after its address checks: see ``Call.changed_after_read``)."""
+    """Read every earlier output again and mark those that no longer hold what was
+    read (the grader names a change after its address checks: see
+    ``Call.changed_after_read``)."""
     for call in batch.calls[:-1]:  # the last one was read just now
         call.changed_after_read = side.output_changed(call.info)
 

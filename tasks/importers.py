@@ -196,8 +196,8 @@ def _flat_sizes(sizes: dict[str, int | tuple[int, ...]]) -> dict[str, int]:
 
 def scale_module_sizes(sizes: dict[str, int | tuple[int, ...]], relax: int = 0) -> dict[str, Any]:
     """The CPU shape set's overrides for a module's size globals: ints and the elements
-    of int tuples shrink by one common factor (``scale_sizes``); a tuple comes back as a
-    list, which the harness turns into a tuple again."""
+    of int tuples and lists shrink by one common factor (``scale_sizes``); either comes
+    back as a list, which the harness gives back in the type the module wrote."""
     scaled = scale_sizes(_flat_sizes(sizes), relax=relax)
     overrides: dict[str, Any] = {}
     for name, value in sizes.items():

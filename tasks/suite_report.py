@@ -85,16 +85,19 @@ def fit_problem(
     Where the reference itself fails at the CPU sizes (``task_error``: a group count
     that no longer divides a shrunk channel count, a network that needs its full
     image size), the shrink is halved and the grading tried again, up to the original
-    sizes; a reference that fails at every size makes the problem GPU-only, with the
-    reason. The bundle returned is the one that was graded (None if not imported)."""
+    sizes; a reference that fails at every size, that needs a GPU (``needs_hardware``),
+    or that runs out of time or memory at the smallest size it runs at makes the
+    problem GPU-only, with the reason. The bundle returned is the one that was graded
+    (None if not imported)."""
     outcome = ProblemOutcome(problem=str(path.relative_to(root)) if path != root else path.name)
     failures: list[str] = []
     relax = 0
     while True:
-        bundle = _import_checked(path, fmt, level, outcome, relax=relax, **options)
-        if bundle is None or not outcome.cpu_shapes:
-            return bundle, outcome
-        report, seconds = _grade_identity(bundle, path, fmt)
+        imported = _import_checked(path, fmt, level, outcome, relax=relax, **options)
+        if imported is None or not outcome.cpu_shapes:
+            return imported and imported[0], outcome
+        bundle, spec = imported
+        report, seconds = _grade_identity(bundle, spec, path, fmt)
         first_note = (report.operator_notes or "").strip().splitlines()[:1]
         reason = "; ".join([report.reason, *first_note])[:300]
         error = (first_note or [report.reason])[0][:300]  # the reference's own error
@@ -114,9 +117,9 @@ def fit_problem(
                 relax += 1
                 continue
             why = f"the reference fails at every CPU size tried ({failures[0]})"
-        bundle = _import_checked(path, fmt, level, outcome, gpu_only=why[:300], **options)
+        imported = _import_checked(path, fmt, level, outcome, gpu_only=why[:300], **options)
         outcome.note = why[:600]
-        return bundle, outcome
+        return imported and imported[0], outcome
     outcome.seconds, outcome.verdict, outcome.shrink = seconds, report.verdict.value, bundle.shrink
     notes = [reason] if report.verdict.value != "accepted" else []
     if failures:
@@ -133,8 +136,9 @@ def grade_problem(path: Path, fmt: str, level: int | None, root: Path) -> Proble
 
 def _import_checked(
     path: Path, fmt: str, level: int | None, outcome: ProblemOutcome, **options: Any
-) -> ImportedBundle | None:
-    """The bundle, with ``outcome`` saying whether it imports and its CPU shape sets."""
+) -> tuple[ImportedBundle, Any] | None:
+    """The bundle and its grading spec, with ``outcome`` saying whether it imports and
+    its CPU shape sets."""
     from sandboxes.spec import GradingSpec, SpecError
 
     try:
@@ -150,17 +154,14 @@ def _import_checked(
             outcome.imported, outcome.note = False, f"the bundle does not parse: {error}"
             return None
     outcome.cpu_shapes = len(spec.shapes_for("cpu"))
-    return bundle
+    return bundle, spec
 
 
-def _grade_identity(bundle: ImportedBundle, path: Path, fmt: str) -> tuple[Any, float]:
+def _grade_identity(bundle: ImportedBundle, spec: Any, path: Path, fmt: str) -> tuple[Any, float]:
     from sandboxes import get_backend
     from sandboxes.base import Limits
     from sandboxes.kernel import grade
-    from sandboxes.spec import GradingSpec
 
-    with tempfile.TemporaryDirectory() as scratch:
-        spec = GradingSpec.from_bundle_dir(bundle.write(Path(scratch)))
     began = time.monotonic()
     report = grade(
         spec,
