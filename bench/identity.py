@@ -2,9 +2,13 @@
 solution that is the reference itself.
 
     .venv/bin/python bench/identity.py [--runs 3] [--tasks a,b,...] [--jobs 1]
+                                       [--bundles DIR] [--sample N]
 
 For every task of the catalog (``reference_solutions/``) and of the exploit
-corpus's problems, the *identity solution* is the task's reference with its
+corpus's problems (or, with ``--bundles``, every bundle folder under DIR, such as
+the KernelBench problems ``manage.py import_kernelbench --hardware cpu --no-import
+--out DIR`` writes at CPU sizes; ``--sample N`` takes N of them, spread evenly
+in name order), the *identity solution* is the task's reference with its
 entry point renamed (``ModelNew = Model``, or ``custom_kernel = ref_kernel``),
 so the submission runs exactly the reference's code in its own sandbox. Each
 is graded ``--runs`` times on this host with the real sandbox and grader.
@@ -101,15 +105,30 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="gradings per task")
     parser.add_argument("--tasks", default="", help="comma-separated task folder names")
     parser.add_argument("--jobs", type=int, default=1, help="gradings at a time")
+    parser.add_argument("--bundles", help="grade the bundle folders under this folder instead")
+    parser.add_argument("--sample", type=int, default=0, help="only this many of them")
+    parser.add_argument("--results", default=str(RESULTS), help="where the JSON goes")
     args = parser.parse_args()
     get_backend("bwrap").check()
     wanted = set(filter(None, args.tasks.split(",")))
-    folders = [f for f in FOLDERS if not wanted or f.name in wanted]
+    candidates = (
+        sorted(p.parent for p in Path(args.bundles).glob("*/task.toml"))
+        if args.bundles
+        else FOLDERS
+    )
+    folders = [f for f in candidates if not wanted or f.name in wanted]
+    if args.sample and len(folders) > args.sample:
+        step = len(folders) / args.sample
+        folders = [folders[int(i * step)] for i in range(args.sample)]
     work = [folder for folder in folders for _ in range(args.runs)]
     began, load_before = time.monotonic(), os.getloadavg()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -132,17 +151,19 @@ def main() -> None:
         f"\n{summary['scored_gradings']} scored gradings of {summary['tasks']} tasks: "
         f"{summary['declared_significant']} declared significant "
         f"({summary['declared_significantly_faster']} faster); speedups "
-        f"{summary['smallest_speedup']:.3f}..{summary['largest_speedup']:.3f}; "
+        f"{_figure(summary['smallest_speedup'])}..{_figure(summary['largest_speedup'])}; "
         f"largest significant speedup {summary['largest_significant_speedup']}"
     )
     for line in summary["not_graded"]:
         print(f"  not scored: {line}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
+    results_path = Path(args.results).resolve()
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    results_path.write_text(
         json.dumps(
             {
                 "host": {"cpus": os.cpu_count(), "platform": platform.platform()},
                 "runs_per_task": args.runs,
+                "bundles": args.bundles,
                 "jobs": args.jobs,
                 "elapsed_s": time.monotonic() - began,
                 "load_average": {"before": load_before, "after": os.getloadavg()},
@@ -152,7 +173,7 @@ def main() -> None:
             indent=2,
         )
     )
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    print(f"wrote {results_path}")
 
 
 if __name__ == "__main__":

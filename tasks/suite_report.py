@@ -78,20 +78,20 @@ def import_one(
 
 
 def fit_problem(
-    path: Path, fmt: str, level: int | None, root: Path, **options: str
+    path: Path, fmt: str, level: int | None, root: Path, *, relax: int = 0, **options: str
 ) -> tuple[ImportedBundle | None, ProblemOutcome]:
     """Import one problem and grade its identity solution in the real sandbox.
 
     Where the reference itself fails at the CPU sizes (``task_error``: a group count
     that no longer divides a shrunk channel count, a network that needs its full
     image size), the shrink is halved and the grading tried again, up to the original
-    sizes; a reference that fails at every size, that needs a GPU (``needs_hardware``),
+    sizes (``relax`` says where it starts: see ``scale_sizes``); a reference that fails
+    at every size, that needs a GPU (``needs_hardware``),
     or that runs out of time or memory at the smallest size it runs at makes the
     problem GPU-only, with the reason. The bundle returned is the one that was graded
     (None if not imported)."""
     outcome = ProblemOutcome(problem=str(path.relative_to(root)) if path != root else path.name)
     failures: list[str] = []
-    relax = 0
     while True:
         imported = _import_checked(path, fmt, level, outcome, relax=relax, **options)
         if imported is None or not outcome.cpu_shapes:

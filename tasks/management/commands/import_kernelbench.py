@@ -50,6 +50,13 @@ def add_import_arguments(parser: CommandParser, *, default_out: str) -> None:
         help="grade each problem's identity solution in the sandbox; where the reference "
         "fails at the CPU sizes, shrink less; GPU-only if it fails at every size",
     )
+    parser.add_argument(
+        "--relax",
+        type=int,
+        default=0,
+        help="divide the CPU shrink factor by 2**RELAX (larger CPU sizes, so calls are long "
+        "enough to time on CPU; with --fit-cpu, where fitting starts)",
+    )
     parser.add_argument("--no-import", action="store_true", help="only write the bundles")
     parser.add_argument("--user", help="who imports (see import_tasks)")
     parser.add_argument("--draft", action="store_true", help="import without publishing")
@@ -65,16 +72,17 @@ def build_bundles(
     """Each problem as a bundle; with ``--fit-cpu``, at the CPU sizes its reference
     runs at (``tasks.suite_report.fit_problem``)."""
     extra = {"hardware": options["hardware"], "language": options["language"]}
+    relax = max(0, int(options.get("relax") or 0))
     bundles = []
     for path, level in problems:
         if options["fit_cpu"]:
-            bundle, outcome = suite_report.fit_problem(path, fmt, level, root, **extra)
+            bundle, outcome = suite_report.fit_problem(path, fmt, level, root, relax=relax, **extra)
             command.stdout.write(f"{outcome.problem}: {outcome.status} {outcome.note[:200]}")
             if bundle is None:
                 raise CommandError(outcome.note)
         else:
             try:
-                bundle = suite_report.import_one(path, fmt, level, **extra)
+                bundle = suite_report.import_one(path, fmt, level, relax=relax, **extra)
             except ProblemFormatError as error:
                 raise CommandError(str(error)) from error
         bundles.append(bundle)
