@@ -63,9 +63,16 @@ MIN_EFFECT = 0.05
 # around each call (reading the command, the checks, describing the output): a submission
 # can replace the harness's loop in its process with a leaner one and save up to that much.
 # The reference's harness measures it (its own thread's CPU time outside the calls, an
-# upper bound: a leaner loop still reads commands and describes outputs). A speedup is
-# significant only if it clears MIN_EFFECT plus that share of the reference's figure, and
-# a timing whose bookkeeping is more than MAX_BOOKKEEPING_SHARE of it is not scored.
+# upper bound on the work itself: a leaner loop still reads commands and describes
+# outputs). But a leaner loop also makes the calls faster: the harness's bookkeeping runs
+# on caches the grader's traffic has just emptied, and leaves them colder for the call.
+# Measured here, a loop that matched commands as bytes and answered from prebuilt
+# replies saved 1.5-1.7 times the bookkeeping the reference's harness reported (the
+# `lean_loop_prefaulted_pool` exploit: 0.45 ms of bookkeeping in a 3.2 ms call, 0.5-0.7 ms
+# saved). A speedup is significant only if it clears MIN_EFFECT plus LEAN_LOOP_FACTOR
+# times that share of the reference's figure, and a timing whose bookkeeping is more than
+# MAX_BOOKKEEPING_SHARE of it is not scored.
+LEAN_LOOP_FACTOR = 2.0
 MAX_BOOKKEEPING_SHARE = 0.25
 # Cross-check of the harness's clock: no call may take longer by it than by the
 # grader's clock around the request (plus CLOCK_SLACK_S), and over the run it must
@@ -321,7 +328,7 @@ class Timing:
         """How much faster (as a log ratio) the interval must lie to be significant:
         MIN_EFFECT, plus on CPU hosts what a leaner loop than the harness's could save."""
         share = self._bookkeeping_share() if self.mode in ("cpu_time", "wall") else 0.0
-        return math.log1p(MIN_EFFECT + (share or 0.0))
+        return math.log1p(MIN_EFFECT + LEAN_LOOP_FACTOR * (share or 0.0))
 
     def _bookkeeping_share(self) -> float | None:
         """The reference's harness's own work per call over its figure per call (its
