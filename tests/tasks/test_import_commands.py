@@ -215,3 +215,23 @@ def test_fitting_shrinks_less_where_the_reference_fails_and_gives_up_on_a_cuda_o
     cpu = [s for s in mlp["grading"]["shapes"] if s.get("hosts") == ["cpu"]]
     assert [s["hidden_layer_sizes"] for s in cpu] == [[16, 16]]
     assert "level3/2_Shallow_Wide_MLP.py: identity accepted" in printed
+
+
+def test_relax_writes_larger_cpu_sizes_for_timing(tmp_path):
+    """``--relax N`` shrinks the CPU shape set 2**N times less (calls long enough to
+    time on a CPU host); the target-hardware sizes stay as published."""
+    from sandboxes.spec import GradingSpec
+
+    problem = FIXTURES / "kernelbench" / "level2" / "21_Conv2d_BiasAdd_Scale_Sigmoid.py"
+    specs = {}
+    for relax in (0, 2):
+        out = tmp_path / f"relax{relax}"
+        call_command(
+            "import_kernelbench", str(problem), "--level", "2", "--out", str(out),
+            "--no-import", "--relax", str(relax),
+        )  # fmt: skip
+        specs[relax] = GradingSpec.from_bundle_dir(out / "kb-l2-21-conv2d-biasadd-scale-sigmoid")
+    plain, relaxed = (specs[relax].shapes_for("cpu")[0].params for relax in (0, 2))
+    assert relaxed["out_channels"] == 4 * plain["out_channels"]
+    assert relaxed["batch_size"] == 4 * plain["batch_size"]
+    assert specs[0].shapes[0].params == specs[2].shapes[0].params  # the published sizes
