@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from .kernel_side import clean_text
 from .spec import Tolerance
 
 PLAIN = {"tensor": "torch.Tensor", "sequence": "tuple or list", "dict": "dict"}
@@ -95,15 +96,16 @@ def _walk(
     result: Comparison,
 ) -> None:
     if _kind(ref_node) == "opaque":
-        raise ValueError(
-            f"the reference's {path} is a {ref_node.get('cls')}: it cannot be compared"
-        )
+        what = clean_text(ref_node.get("cls"), 200)
+        raise ValueError(f"the reference's {path} is a {what}: it cannot be compared")
     if _kind(sub_node) == "opaque":
         wanted = PLAIN.get(_kind(ref_node), _describe(ref_node))
         kind = {"tensor": " (a torch.Tensor subclass)", "container": " (a subclass)"}.get(
             str(sub_node.get("what")), ""
         )
-        result.violate(f"{path} is a {sub_node.get('cls')}{kind}, not a plain {wanted}")
+        result.violate(
+            f"{path} is a {clean_text(sub_node.get('cls'), 200)}{kind}, not a plain {wanted}"
+        )
         return
     if _kind(ref_node) != _kind(sub_node):
         result.fail(f"{path} is {_describe(sub_node)}, the reference returns {_describe(ref_node)}")

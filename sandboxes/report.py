@@ -10,40 +10,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-
-class Verdict(StrEnum):
-    """Grading verdicts; values match the ``choices`` a Django model field takes."""
-
-    ACCEPTED = "accepted"
-    WRONG_ANSWER = "wrong_answer"
-    COMPILE_ERROR = "compile_error"
-    RUNTIME_ERROR = "runtime_error"
-    TIME_LIMIT_EXCEEDED = "time_limit_exceeded"
-    MEMORY_LIMIT_EXCEEDED = "memory_limit_exceeded"
-    OUTPUT_LIMIT_EXCEEDED = "output_limit_exceeded"
-    INTEGRITY_VIOLATION = "integrity_violation"
-    NEEDS_HARDWARE = "needs_hardware"
-    # The task's own reference raised: a problem with the task, not the submission.
-    TASK_ERROR = "task_error"
-    INTERNAL_ERROR = "internal_error"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def label(self) -> str:
-        return self.value.replace("_", " ").capitalize()
-
-    @classmethod
-    def choices(cls) -> list[tuple[str, str]]:
-        return [(member.value, member.label) for member in cls]
-
-    @classmethod
-    def values(cls) -> list[str]:
-        return [member.value for member in cls]
+from graders.reports import storable
+from graders.verdicts import Verdict
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -153,23 +123,27 @@ class GradeReport:
         return self.timing.timing_mode if self.timing else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict.value,
-            "reason": self.reason,
-            "speedup": self.speedup,
-            "timing_mode": self.timing_mode,
-            "correctness": [trial.to_dict() for trial in self.correctness],
-            "timing": self.timing.to_dict() if self.timing else None,
-            "integrity": dataclasses.asdict(self.integrity),
-            "hardware": dict(self.hardware),
-            "logs": dict(self.logs),
-            "artifacts": dict(self.artifacts),
-            "harness_version": self.harness_version,
-            "duration_s": self.duration_s,
-            "phases": dict(self.phases),
-            "checked_calls": self.checked_calls,
-            "operator_notes": self.operator_notes,
-        }
+        """The report as JSON-like data that can always be stored (``storable``: what
+        the submission printed or named may hold NUL characters or lone surrogates)."""
+        return storable(
+            {
+                "verdict": self.verdict.value,
+                "reason": self.reason,
+                "speedup": self.speedup,
+                "timing_mode": self.timing_mode,
+                "correctness": [trial.to_dict() for trial in self.correctness],
+                "timing": self.timing.to_dict() if self.timing else None,
+                "integrity": dataclasses.asdict(self.integrity),
+                "hardware": dict(self.hardware),
+                "logs": dict(self.logs),
+                "artifacts": dict(self.artifacts),
+                "harness_version": self.harness_version,
+                "duration_s": self.duration_s,
+                "phases": dict(self.phases),
+                "checked_calls": self.checked_calls,
+                "operator_notes": self.operator_notes,
+            }
+        )
 
     def public_dict(self) -> dict[str, Any]:
         """``to_dict()`` without what may quote hidden task files."""

@@ -25,6 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from benchwright.state import InvalidTransition, transition
+from graders.reports import storable
 from reviews import hooks as review_hooks
 from rubrics import services as rubric_services
 from tasks.models import TaskVersion
@@ -248,6 +249,7 @@ def grading_store(
     if submission.status != SubmissionStatus.RUNNING or submission.attempts != attempt:
         log.info("ignoring stale report for submission %s attempt %s", submission_id, attempt)
         return None
+    report = storable(report)  # what the submission printed or named, as PostgreSQL takes it
     verdict = str(report.get("verdict") or INTERNAL_ERROR)
     run = GradingRun.objects.create(
         submission=submission,

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchwright.state import transition
+from graders.reports import storable
 
 from .models import (
     VALIDATION_TRANSITIONS,
@@ -100,6 +101,7 @@ def validation_record(*, result_id: int, report: dict[str, Any]) -> ValidationRe
     result = ValidationResult.objects.select_for_update().filter(pk=result_id).first()
     if result is None or result.done:
         return None
+    report = storable(report)
     result.verdict = str(report.get("verdict") or "internal_error")
     result.report = report
     result.save(update_fields=["verdict", "report", "updated_at"])

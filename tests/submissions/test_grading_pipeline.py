@@ -30,6 +30,41 @@ class ModelNew(nn.Module):
 """
 
 
+# What a submission prints or names reaches its report: a NUL character (which
+# PostgreSQL refuses in text and jsonb), a byte that is not UTF-8, a lone surrogate.
+NOISY = """import sys
+
+import torch
+from torch import nn
+
+print("before\\x00after")
+sys.stdout.flush()
+sys.stderr.buffer.write(b"err\\x00or \\xff\\n")
+sys.stderr.buffer.flush()
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=0)
+"""
+
+ODD_OUTPUT = """from torch import nn
+
+
+class Odd:
+    pass
+
+
+Odd.__module__ = "m\\x00"
+Odd.__qualname__ = "W\\ud800\\x1b[31m"
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return Odd()
+"""
+
+
 DONE = {SubmissionStatus.GRADED, SubmissionStatus.AWAITING_REVIEW, SubmissionStatus.FAILED}
 
 
@@ -89,3 +124,24 @@ def test_a_redelivered_grading_job_does_not_grade_twice(celery_worker_process):
     assert grade_submission_job.delay(submission.pk).get(timeout=30) == "not claimed"
 
     assert GradingRun.objects.filter(submission=submission).count() == 1
+
+
+def test_what_a_submission_prints_or_names_cannot_stop_its_report_being_stored(
+    celery_worker_process,
+):
+    """A report that PostgreSQL refused left its submission running until the sweeper
+    blamed the platform (and graded it again, up to the budget)."""
+    noisy = submit({"solution.py": NOISY})
+    odd = submit({"solution.py": ODD_OUTPUT})
+
+    graded = wait_for(noisy.pk, {SubmissionStatus.AWAITING_REVIEW, SubmissionStatus.FAILED})
+    assert graded.verdict == "accepted" and graded.attempts == 1
+    logs = GradingRun.objects.get(submission=graded).report["logs"]
+    assert logs["stdout"] == "before\N{REPLACEMENT CHARACTER}after\n"
+    assert logs["stderr"].startswith("err\N{REPLACEMENT CHARACTER}or ")
+
+    failed = wait_for(odd.pk, DONE)
+    assert failed.verdict == "integrity_violation" and failed.attempts == 1
+    run = GradingRun.objects.get(submission=failed)
+    assert "not a plain torch.Tensor" in run.reason
+    assert "\x00" not in run.reason and "\x00" not in str(run.report)

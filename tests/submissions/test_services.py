@@ -274,3 +274,27 @@ def test_the_grading_message_carries_everything_the_sandbox_host_needs():
     assert "reference.py" in message["task_files"]
     assert message["manifest"]["grading"]["format"] == "kernelbench"
     assert {f["role"] for f in message["manifest"]["files"]} == {"statement", "reference"}
+
+
+def test_a_report_postgresql_would_refuse_is_stored_cleaned():
+    """The trusted side does not rely on the grader's own cleaning: a report (data that
+    crossed the broker) whose text holds a NUL and a lone surrogate, and whose figures
+    are not finite, is stored, and the submission is graded, not left running."""
+    submission = factories.make_submission(files=recorded.files(recorded.INTEGRITY_VIOLATION))
+    assert services.submission_claim(submission_id=submission.pk)
+    report = recorded.report(recorded.INTEGRITY_VIOLATION)
+    report["reason"] = "output is a m\x00.W\ud800, not a plain torch.Tensor"
+    report["integrity"]["violations"].append("a W\ud800\x00 was returned")
+    report["logs"] = {"stdout": "before\x00after\n", "stderr": ""}
+    report["speedup"] = float("nan")
+
+    run = services.grading_store(submission_id=submission.pk, attempt=1, report=report)
+
+    run.refresh_from_db()
+    assert run.verdict == "integrity_violation" and run.speedup is None
+    assert run.reason.startswith("output is a m\N{REPLACEMENT CHARACTER}.W\N{REPLACEMENT CHARACTER}")
+    assert "\x00" not in run.reason and "\x00" not in run.report["logs"]["stdout"]
+    assert run.report["logs"]["stdout"] == "before\N{REPLACEMENT CHARACTER}after\n"
+    assert run.report["speedup"] is None
+    submission.refresh_from_db()
+    assert submission.status == SubmissionStatus.GRADED
