@@ -177,6 +177,20 @@ def test_reference_weights_over_the_cap_are_a_task_error(
     assert "over the 2048 cap" in report.operator_notes
 
 
+def test_an_output_larger_than_the_batch_budget_is_not_too_large_for_its_own_reference(
+    backend: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A correctness call whose reference output alone is more than the budget for a
+    batch's outputs (a transposed convolution at CPU sizes made for timing): the same
+    output from the submission is no "far larger" output."""
+    import sandboxes.kernel
+
+    monkeypatch.setattr(sandboxes.kernel, "BATCH_MEMORY_BYTES", 1024)  # the output: 4 KiB
+    spec = bare_spec(tmp_path, "linear.py", LINEAR_REFERENCE)
+    report = grade(spec, {"solution.py": SOLUTION_LINEAR}, backend=backend, limits=Limits())
+    assert report.verdict == Verdict.ACCEPTED, report.reason
+
+
 def test_gpumode_without_its_own_check_uses_the_tolerances(
     backend: Sandbox, tmp_path: Path
 ) -> None:
