@@ -17,23 +17,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from graders.verdicts import SUBMISSION_VERDICTS
 from reviews.models import OutcomeDecision
 from tasks.models import Difficulty, Hardware, Kind
 
 from .models import ExportFormat
 
 SPLITS = ("train", "validation", "test")
-VERDICTS = (
-    "accepted",
-    "wrong_answer",
-    "compile_error",
-    "runtime_error",
-    "time_limit_exceeded",
-    "memory_limit_exceeded",
-    "output_limit_exceeded",
-    "integrity_violation",
-    "needs_hardware",
-)
+VERDICTS = SUBMISSION_VERDICTS
 UNREVIEWED = "unreviewed"  # a review-decision filter value: no final review outcome
 REVIEW_DECISIONS = (*OutcomeDecision.values, UNREVIEWED)
 MAX_LIST = 200

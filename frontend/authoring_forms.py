@@ -11,9 +11,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from sandboxes.report import Verdict
+from graders.verdicts import NOT_THE_SUBMISSIONS, Verdict
 from sandboxes.spec import DEFAULT_TOLERANCES, FORMATS, LANGUAGES, SpecError
-from tasks.bundle import NOT_EXPECTABLE_VERDICTS
 from tasks.models import Difficulty, FileRole, Hardware, Kind, ReviewDecision, Visibility
 
 # Output dtypes offered in the tolerance table; others stay editable in task.toml.
@@ -96,11 +95,7 @@ class StatementForm(forms.Form):
 def _verdict_choices() -> list[tuple[str, str]]:
     return [
         ("", "—"),
-        *(
-            (value, label)
-            for value, label in Verdict.choices()
-            if value not in NOT_EXPECTABLE_VERDICTS
-        ),
+        *((value, label) for value, label in Verdict.choices() if value not in NOT_THE_SUBMISSIONS),
     ]
 
 

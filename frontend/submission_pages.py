@@ -106,7 +106,11 @@ def shape_rows(report: dict[str, Any] | None) -> list[ShapeRow]:
 def page_context(user: User | AnonymousUser, submission: Submission) -> dict[str, Any]:
     """What the submission page shows."""
     run = submission_selectors.latest_grading_run(submission)
-    report = submission_selectors.public_report(run.report) if run is not None else None
+    report = (
+        submission_selectors.public_report(run.report, submission.task_version.kind)
+        if run is not None
+        else None
+    )
     timing = (report or {}).get("timing") or None
     return {
         "submission": submission,

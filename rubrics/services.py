@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from graders import registry
+
 from .models import Criterion, CriterionKind, CriterionScore, ScoreSource
 
 if TYPE_CHECKING:
@@ -12,44 +14,11 @@ if TYPE_CHECKING:
 
 
 def rule_holds(
-    rule: Mapping[str, Any], *, report: Mapping[str, Any], on_target: bool
+    rule: Mapping[str, Any], *, report: Mapping[str, Any], on_target: bool, kind: str
 ) -> tuple[bool, str]:
-    """Whether an automatic rule holds for a report, and why (shown to reviewers)."""
-    kind = rule.get("type")
-    verdict = report.get("verdict")
-    if kind == "verdict":
-        expected = rule.get("equals", "accepted")
-        return verdict == expected, f"verdict {verdict}, rule wants {expected}"
-    if kind == "integrity":
-        violations = (report.get("integrity") or {}).get("violations") or []
-        want_clean = bool(rule.get("clean", True))
-        if want_clean and verdict != "accepted":
-            # A run that failed was never checked through: "no findings" earns nothing.
-            return False, f"verdict {verdict}: a clean record counts only for accepted submissions"
-        return (not violations) == want_clean, f"{len(violations)} integrity finding(s)"
-    if kind == "speedup":
-        return _speedup_holds(rule, report=report, on_target=on_target)
-    return False, f"unknown rule type {kind!r}"
-
-
-def _speedup_holds(
-    rule: Mapping[str, Any], *, report: Mapping[str, Any], on_target: bool
-) -> tuple[bool, str]:
-    threshold = float(rule.get("at_least", 1.0))
-    if report.get("verdict") != "accepted":
-        return False, "speedup counts only for accepted submissions"
-    if not on_target:
-        return False, "not graded on the task's target hardware: speedup not scored"
-    timing = report.get("timing") or {}
-    if report.get("timing_mode") == "interpreter" or timing.get("scored") is False:
-        why = timing.get("unscored_reason") or "timed under the Triton interpreter"
-        return False, f"speedup not scored: {why}"
-    speedup = report.get("speedup")
-    if not isinstance(speedup, int | float):
-        return False, "no speedup measured"
-    if not timing.get("significant", False):
-        return False, f"speedup {speedup:.2f}x is within timing noise"
-    return speedup >= threshold, f"speedup {speedup:.2f}x, rule wants {threshold:g}x"
+    """Whether an automatic rule holds for a report of a ``kind`` task, and why (shown
+    to reviewers): the kind scores its own rule types (``TaskKind.score_rule``)."""
+    return registry.get(kind).score_rule(rule, report=report, on_target=on_target)
 
 
 def score_automatic(*, grading_run: GradingRun) -> list[CriterionScore]:
@@ -61,7 +30,10 @@ def score_automatic(*, grading_run: GradingRun) -> list[CriterionScore]:
     scores = []
     for criterion in rubric.criteria.filter(kind=CriterionKind.AUTOMATIC):
         met, detail = rule_holds(
-            criterion.rule, report=grading_run.report, on_target=grading_run.target_hardware
+            criterion.rule,
+            report=grading_run.report,
+            on_target=grading_run.target_hardware,
+            kind=version.kind,
         )
         scores.append(
             CriterionScore(

@@ -1,8 +1,9 @@
 """The result of one grading: plain data that travels through the broker as JSON.
 
-``GradeReport.to_dict()`` is what is stored and shown; ``from_dict`` rebuilds
-it. ``operator_notes`` may quote hidden task files (text from the reference
-process): ``public_dict()`` drops it, and that is the form a solver may see.
+``GradeReport.to_dict()`` is what is stored; ``from_dict`` rebuilds it.
+``operator_notes`` may quote hidden task files (text from the reference
+process): what a solver may see is the kernel kind's public report
+(``graders.kernel.kind.KernelKind.public_details``), by allow-list.
 """
 
 from __future__ import annotations
@@ -144,12 +145,6 @@ class GradeReport:
                 "operator_notes": self.operator_notes,
             }
         )
-
-    def public_dict(self) -> dict[str, Any]:
-        """``to_dict()`` without what may quote hidden task files."""
-        data = self.to_dict()
-        data.pop("operator_notes")
-        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GradeReport:

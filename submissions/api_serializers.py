@@ -11,7 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.fields import StrictCharField, StrictSlugField
-from sandboxes.report import Verdict
+from graders.verdicts import Verdict
 
 from .models import Submission, SubmissionStatus
 from .selectors import (
@@ -308,7 +308,9 @@ class SubmissionDetailSerializer(SubmissionSerializer):
                 "speedup_scored": run_speedup_view(run)["speedup_scored"],
                 "started_at": run.started_at,
                 "finished_at": run.finished_at,
-                "report": public_report(run.report if isinstance(run.report, dict) else {}),
+                "report": public_report(
+                    run.report if isinstance(run.report, dict) else {}, obj.task_version.kind
+                ),
             }
         ).data
 

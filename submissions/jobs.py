@@ -44,7 +44,7 @@ def run_grading_job(self: Task, message: dict[str, Any]) -> str:
     A message delivered again after its worker died is not graded again: whatever
     killed the worker would kill the next one too. It comes back as the platform's
     failure of this attempt, and the trusted side decides whether to try once more."""
-    from sandboxes.worker import grade_message, lost_worker_report
+    from graders.worker import grade_message, lost_worker_report
 
     if redelivered(self):
         report = lost_worker_report()

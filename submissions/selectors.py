@@ -26,6 +26,7 @@ from django.db.models.functions import JSONObject
 
 from accounts import scopes as scope_names
 from benchwright import roles as role_names
+from graders import registry
 from reviews.models import OutcomeStatus
 from rubrics.models import Criterion, CriterionScore
 from rubrics.services import rubric_total
@@ -254,79 +255,11 @@ def latest_grading_run(submission: Submission) -> GradingRun | None:
 
 # The public grading report ---------------------------------------------------
 
-TIMING_STATS = ("median_s", "spread", "count", "calls", "ci_low_s", "ci_high_s")
-TIMING_FIELDS = (
-    "timing_mode",
-    "method",
-    "shape",
-    "speedup",
-    "speedup_ci",
-    "significant",
-    "scored",
-    "unscored_reason",
-    "calls_per_batch",
-)
-TRIAL_FIELDS = ("shape", "trial", "ok", "max_abs_error", "max_rel_error", "shapes", "dtypes")
-MAX_TRIALS = 200
-MAX_INTEGRITY_ITEMS = 50
-REASON_CHARS = 2000
 
-
-def _tail(text: Any, limit: int) -> str:
-    text = str(text or "")
-    return text if len(text) <= limit else "…" + text[-limit:]
-
-
-def _pick(data: Any, keys: Iterable[str]) -> dict[str, Any]:
-    if not isinstance(data, Mapping):
-        return {}
-    return {key: data[key] for key in keys if key in data}
-
-
-def public_report(report: Mapping[str, Any]) -> dict[str, Any]:
-    """A grading report as a submitter may see it, by allow-list.
-
-    Dropped: ``operator_notes`` (may quote hidden files), ``artifacts``, per-trial
-    seeds and messages (a reference's own check may print expected values), raw
-    timing samples. Logs (the submission's own output) keep only their tails.
-    """
-    timing = report.get("timing")
-    public_timing = None
-    if isinstance(timing, Mapping):
-        public_timing = _pick(timing, TIMING_FIELDS)
-        for side in ("reference", "submission"):
-            public_timing[side] = _pick(timing.get(side), TIMING_STATS)
-    integrity = report.get("integrity") if isinstance(report.get("integrity"), Mapping) else {}
-    assert isinstance(integrity, Mapping)
-    logs = report.get("logs") if isinstance(report.get("logs"), Mapping) else {}
-    assert isinstance(logs, Mapping)
-    trials = report.get("correctness") if isinstance(report.get("correctness"), list) else []
-    assert isinstance(trials, list)
-    hardware = report.get("hardware") if isinstance(report.get("hardware"), Mapping) else {}
-    assert isinstance(hardware, Mapping)
-    return {
-        "verdict": report.get("verdict"),
-        "reason": _tail(report.get("reason"), REASON_CHARS),
-        "speedup": report.get("speedup"),
-        "timing_mode": report.get("timing_mode"),
-        "correctness": [_pick(t, TRIAL_FIELDS) for t in trials[:MAX_TRIALS]],
-        "timing": public_timing,
-        "integrity": {
-            "checks": [str(c) for c in list(integrity.get("checks") or [])[:MAX_INTEGRITY_ITEMS]],
-            "violations": [
-                str(v) for v in list(integrity.get("violations") or [])[:MAX_INTEGRITY_ITEMS]
-            ],
-        },
-        "hardware": {str(k): v for k, v in hardware.items() if isinstance(v, str | int | float)},
-        "logs": {
-            str(name): _tail(text, settings.API_LOG_TAIL_CHARS)
-            for name, text in logs.items()
-            if name in ("stdout", "stderr")
-        },
-        "harness_version": str(report.get("harness_version") or ""),
-        "duration_s": report.get("duration_s"),
-        "checked_calls": report.get("checked_calls"),
-    }
+def public_report(report: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """A grading report as a submitter may see it: the allow-list of the task's kind
+    (``TaskKind.public_report``: never operator notes, hidden tests or answer keys)."""
+    return registry.get(kind).public_report(report, log_tail_chars=settings.API_LOG_TAIL_CHARS)
 
 
 def rubric_scores(submission: Submission, run: GradingRun | None) -> dict[str, Any] | None:

@@ -25,7 +25,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from benchwright.state import InvalidTransition, transition
+from graders import registry
+from graders.contract import RETRY
 from graders.reports import storable
+from graders.verdicts import Verdict
 from reviews import hooks as review_hooks
 from rubrics import services as rubric_services
 from tasks.models import TaskVersion
@@ -44,11 +47,11 @@ from .models import (
 log = logging.getLogger(__name__)
 
 # Internal errors (the platform's fault) are retried this many times before the
-# submission is marked failed; never blamed on the submission.
-MAX_GRADING_ATTEMPTS = 3
-INTERNAL_ERROR = "internal_error"
-NEEDS_HARDWARE = "needs_hardware"
-TASK_ERROR = "task_error"
+# submission is marked failed (``graders.contract.RETRY``); never blamed on the submission.
+MAX_GRADING_ATTEMPTS = RETRY.max_attempts
+INTERNAL_ERROR = Verdict.INTERNAL_ERROR.value
+NEEDS_HARDWARE = Verdict.NEEDS_HARDWARE.value
+TASK_ERROR = Verdict.TASK_ERROR.value
 
 
 def submission_set_status(
@@ -198,12 +201,11 @@ def submission_regrade(*, submission: Submission) -> None:
 
 
 def grading_queue_for(version: TaskVersion) -> str:
-    """Queue named by hardware. A GPU target goes to its GPU pool when one is
-    configured; otherwise the CPU pool checks correctness (Triton under the
-    interpreter) and a CUDA submission there comes back as needs_hardware."""
-    if version.hardware != "cpu" and version.hardware in settings.GRADING_GPU_POOLS:
-        return f"grading.gpu.{version.hardware}"
-    return "grading.cpu"
+    """Queue named by hardware (``graders.registry.grading_queue``). A GPU target goes
+    to its GPU pool when one is configured; otherwise the CPU pool checks correctness
+    (Triton under the interpreter) and a CUDA submission there comes back as
+    needs_hardware."""
+    return registry.grading_queue(version.kind, version.hardware, settings.GRADING_GPU_POOLS)
 
 
 def grading_message(submission: Submission) -> dict[str, Any]:
@@ -297,10 +299,9 @@ def _retry_or_fail(submission: Submission, run: GradingRun) -> None:
     """After an attempt that ended in the platform's failure (an internal error, a lost
     or hung job): queue the next attempt, or past the budget mark the submission
     failed. Every path that regrades goes through here, so none can loop forever."""
-    if submission.attempts < MAX_GRADING_ATTEMPTS:
+    if RETRY.should_retry(submission.attempts):
         submission_set_status(submission_id=submission.pk, to=SubmissionStatus.QUEUED)
-        # Back off: 10 s, 20 s, ... so a sick host has time to recover.
-        enqueue_grading(submission.pk, countdown=10 * submission.attempts)
+        enqueue_grading(submission.pk, countdown=RETRY.delay_s(submission.attempts))
         return
     submission_set_status(
         submission_id=submission.pk, to=SubmissionStatus.FAILED, verdict=INTERNAL_ERROR

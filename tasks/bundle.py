@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import importlib
 import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from graders import registry
+from graders.contract import GradingTableError
+from graders.verdicts import NOT_THE_SUBMISSIONS, Verdict
 
 MANIFEST = "task.toml"
 MAX_FILE_BYTES = 1024 * 1024
@@ -43,23 +46,6 @@ ROLES = ("statement", "reference", "solution", "negative", "test", "starter", "a
 # A solver must never see these, whatever the manifest says.
 ALWAYS_HIDDEN_ROLES = frozenset({"solution", "negative"})
 CRITERION_KINDS = ("automatic", "human")
-GRADING_FORMATS = ("kernelbench", "gpumode")
-# Verdicts about the platform or the task itself, which no example may be expected to
-# get: a broken reference must fail validation, never pass it.
-NOT_EXPECTABLE_VERDICTS = frozenset({"internal_error", "task_error"})
-# Used until sandboxes/report.py defines the verdicts.
-FALLBACK_VERDICTS = (
-    "accepted",
-    "wrong_answer",
-    "compile_error",
-    "runtime_error",
-    "time_limit_exceeded",
-    "memory_limit_exceeded",
-    "output_limit_exceeded",
-    "integrity_violation",
-    "needs_hardware",
-    "internal_error",
-)
 
 TOP_KEYS = (
     "slug",
@@ -529,17 +515,7 @@ def _check_metadata(manifest: dict[str, Any], problems: _Problems) -> dict[str, 
 
 
 def _verdicts() -> tuple[str, ...]:
-    """The grader's verdict names: from sandboxes.report once it defines them."""
-    try:
-        report = importlib.import_module("sandboxes.report")
-    except ModuleNotFoundError as exc:
-        if exc.name != "sandboxes.report":
-            raise
-        return FALLBACK_VERDICTS
-    verdict = getattr(report, "Verdict", None)
-    if verdict is not None:
-        return tuple(str(getattr(v, "value", v)) for v in verdict)
-    return tuple(getattr(report, "VERDICTS", FALLBACK_VERDICTS))
+    return tuple(Verdict.values())
 
 
 def _check_files(
@@ -590,7 +566,7 @@ def _checkfile_entry(
     role = _take_choice(entry, "role", ROLES, where, problems)
     note = _take(entry, "note", str, where, problems, required=False) or ""
     verdict = _take(entry, "expected_verdict", str, where, problems, required=False) or ""
-    expectable = [name for name in verdicts if name not in NOT_EXPECTABLE_VERDICTS]
+    expectable = [name for name in verdicts if name not in NOT_THE_SUBMISSIONS]
     if role == "negative" and verdict not in expectable:
         problems.manifest(
             _join(where, "expected_verdict"),
@@ -791,64 +767,25 @@ def _check_levels(
 def _check_grading(
     manifest: dict[str, Any], kind: str | None, listed: list[BundleFile], problems: _Problems
 ) -> dict[str, Any]:
-    grading = _take(manifest, "grading", dict, "", problems, required=kind == "kernel")
-    if grading is None or kind != "kernel":
+    """The ``[grading]`` table, checked by the kind's grader (``TaskKind.parse_grading``);
+    a kind without a registered grader has no grading to check."""
+    grader = registry.get(kind) if kind is not None and registry.is_kind(kind) else None
+    required = grader is not None and grader.grading_required
+    grading = _take(manifest, "grading", dict, "", problems, required=required)
+    if grading is None or grader is None:
         return grading or {}
-    from_manifest = _grading_spec_parser()
-    if from_manifest is None:
-        _take_choice(grading, "format", GRADING_FORMATS, "grading", problems)
-        return grading
     if {f.path for f in listed} != _listed_paths(manifest):
-        return grading  # a listed file is already reported; the spec would only repeat it
+        return grading  # a listed file is already reported; the grader would only repeat it
     try:
-        from_manifest(manifest, {f.path: f.text for f in listed})
-    except ValueError as exc:
-        _report_grading_error(exc, listed, problems)
+        grader.parse_grading(manifest, {f.path: f.text for f in listed})
+    except GradingTableError as exc:
+        if exc.file == MANIFEST:
+            problems.manifest(exc.field, exc.message)
+        else:
+            problems.add(exc.file, exc.field, exc.message)
     except Exception as exc:  # a bug in the checker must still refuse the bundle, loudly
         problems.manifest("grading", f"the grading check failed: {type(exc).__name__}: {exc}")
     return grading
-
-
-def _report_grading_error(exc: ValueError, listed: list[BundleFile], problems: _Problems) -> None:
-    field, message = _grading_field(exc)
-    reference = next((f.path for f in listed if f.role == "reference"), None)
-    if field == "reference" and reference is not None:
-        problems.add(reference, "", message)  # the reference's source, not a manifest field
-    else:
-        problems.manifest(field, message)
-
-
-def _grading_spec_parser() -> Callable[..., Any] | None:
-    """``sandboxes.spec.GradingSpec.from_manifest`` once that module exists."""
-    try:
-        spec = importlib.import_module("sandboxes.spec")
-    except ModuleNotFoundError as exc:
-        if exc.name != "sandboxes.spec":
-            raise
-        return None
-    grading_spec = getattr(spec, "GradingSpec", None)
-    return getattr(grading_spec, "from_manifest", None)
-
-
-_FIELD_PREFIX = re.compile(
-    r"^([A-Za-z_][\w-]*(?:\[\d+\])*(?:\.[\w-]+(?:\[\d+\])*)*):\s+(.+)$", re.DOTALL
-)
-
-
-def _grading_field(exc: ValueError) -> tuple[str, str]:
-    """(field, message) from the grading spec's error, whose message starts with a field path."""
-    message = str(exc)
-    field = getattr(exc, "field", None)
-    if isinstance(field, str) and field:
-        message = message.removeprefix(f"{field}: ")
-    elif match := _FIELD_PREFIX.match(message):
-        field, message = match[1], match[2]
-    else:
-        return "grading", message
-    head = re.split(r"[.\[]", field, maxsplit=1)[0]
-    if head not in (*TOP_KEYS, "reference"):
-        field = _join("grading", field)  # a path relative to [grading]
-    return field, message
 
 
 def find_bundles(path: str | os.PathLike[str]) -> tuple[list[Path], list[Path]]:

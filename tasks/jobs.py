@@ -11,15 +11,19 @@ from typing import Any
 from celery import Task, shared_task
 from django.conf import settings
 
-# Internal errors are the platform's fault: grade again before recording one.
-MAX_ATTEMPTS = 3
+from graders.contract import RETRY
+from graders.verdicts import Verdict
+
+# Internal errors are the platform's fault: grade again (``graders.contract.RETRY``)
+# before recording one.
+MAX_ATTEMPTS = RETRY.max_attempts
 
 
 @shared_task(
     name="tasks.run_validation_item", bind=True, acks_late=True, reject_on_worker_lost=True
 )
 def run_validation_item_job(self: Task, message: dict[str, Any], attempt: int = 1) -> str:
-    from sandboxes.worker import grade_message, lost_worker_report
+    from graders.worker import grade_message, lost_worker_report
     from submissions.jobs import redelivered
 
     if redelivered(self):  # its worker died mid-grading: count it, never loop
@@ -27,11 +31,11 @@ def run_validation_item_job(self: Task, message: dict[str, Any], attempt: int = 
     else:
         report = grade_message(message, backend_name=settings.SANDBOX_BACKEND)
     verdict = str(report.get("verdict"))
-    if verdict == "internal_error" and attempt < MAX_ATTEMPTS:
+    if verdict == Verdict.INTERNAL_ERROR and RETRY.should_retry(attempt):
         run_validation_item_job.apply_async(
             args=(message,),
             kwargs={"attempt": attempt + 1},
-            countdown=10 * attempt,
+            countdown=RETRY.delay_s(attempt),
             queue=message["queue"],
         )
         return "retrying"

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from benchwright import roles
 from benchwright.state import transition
+from graders import registry
 from rubrics.models import Criterion, Rubric
 
 from .bundle import (
@@ -533,14 +534,15 @@ def _prepare_export_dir(root: Path, *, replace: bool) -> None:
 # raise Django's ValidationError keyed by the field at fault.
 
 STATEMENT_PATH = "statement.md"
-DEFAULT_KERNEL_GRADING: dict[str, Any] = {
-    "format": "kernelbench",
-    "language": "pytorch",
-    "trials": 5,
-}
 METADATA_FIELDS = ("slug", "title", "kind", "difficulty", "hardware", "tags")
 # The bundle name in probe errors; stripped again before errors reach a form.
 _PROBE = "draft"
+
+
+def _default_grading(kind: str) -> dict[str, Any]:
+    """The grading table a new draft of ``kind`` starts with (none for a kind without a
+    grader)."""
+    return registry.get(kind).default_grading() if registry.is_kind(kind) else {}
 
 
 def _require_editor(user: User, task: Task) -> None:
@@ -637,7 +639,7 @@ def task_create(
     if Task.objects.filter(slug=slug).exists():
         raise ValidationError({"slug": [f"{slug!r} is taken by another task"]})
     statement = f"# {title}\n"
-    grading = dict(DEFAULT_KERNEL_GRADING) if kind == Kind.KERNEL else {}
+    grading = _default_grading(kind)
     try:
         with transaction.atomic():
             task = Task.objects.create(owner=user, statement=statement, grading=grading, **values)
@@ -674,8 +676,8 @@ def task_update_metadata(
         "tags": _clean_tags(tags),
     }
     _check_metadata(values)
-    if kind == Kind.KERNEL and not task.grading:
-        values["grading"] = dict(DEFAULT_KERNEL_GRADING)
+    if not task.grading:
+        values["grading"] = _default_grading(kind)
     for name, value in values.items():
         setattr(task, name, value)
     task.save(update_fields=[*values, "updated_at"])

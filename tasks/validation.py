@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchwright.state import transition
+from graders import registry
 from graders.reports import storable
 
 from .models import (
@@ -77,20 +78,16 @@ def validation_start(*, task: Task, user: User | None) -> ValidationRun:
         }
         for result in results
     ]
-    transaction.on_commit(lambda: _enqueue(messages, task.hardware))
+    transaction.on_commit(lambda: _enqueue(messages, task.kind, task.hardware))
     return run
 
 
-def _enqueue(messages: list[dict[str, Any]], hardware: str) -> None:
+def _enqueue(messages: list[dict[str, Any]], kind: str, hardware: str) -> None:
     from django.conf import settings
 
     from .jobs import run_validation_item_job
 
-    queue = (
-        f"grading.gpu.{hardware}"
-        if hardware != "cpu" and hardware in settings.GRADING_GPU_POOLS
-        else "grading.cpu"
-    )
+    queue = registry.grading_queue(kind, hardware, settings.GRADING_GPU_POOLS)
     for message in messages:
         run_validation_item_job.apply_async(args=({**message, "queue": queue},), queue=queue)
 

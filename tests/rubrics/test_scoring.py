@@ -50,7 +50,7 @@ def test_the_recordings_are_what_these_rules_are_tested_on():
     ],
 )
 def test_rules(rule, name, on_target, expected):
-    met, detail = rule_holds(rule, report=recorded.report(name), on_target=on_target)
+    met, detail = rule_holds(rule, report=recorded.report(name), on_target=on_target, kind="kernel")
     assert met is expected
     assert detail
 

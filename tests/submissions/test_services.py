@@ -5,8 +5,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from benchwright.state import InvalidTransition
+from graders.worker import lost_worker_report
 from rubrics.models import CriterionScore
-from sandboxes.worker import lost_worker_report
 from submissions import services
 from submissions.models import SUBMISSION_TRANSITIONS, GradingRun, Submission, SubmissionStatus
 from tests import factories, recorded
@@ -225,7 +225,7 @@ def test_the_sweeper_records_why_and_fails_the_submission_past_the_attempt_budge
 
 
 def test_a_message_redelivered_after_its_worker_died_is_not_graded_again(monkeypatch):
-    from sandboxes import worker
+    from graders import worker
     from submissions import jobs
 
     graded, stored = [], []
@@ -292,7 +292,8 @@ def test_a_report_postgresql_would_refuse_is_stored_cleaned():
 
     run.refresh_from_db()
     assert run.verdict == "integrity_violation" and run.speedup is None
-    assert run.reason.startswith("output is a m\N{REPLACEMENT CHARACTER}.W\N{REPLACEMENT CHARACTER}")
+    fffd = "\N{REPLACEMENT CHARACTER}"
+    assert run.reason.startswith(f"output is a m{fffd}.W{fffd}")
     assert "\x00" not in run.reason and "\x00" not in run.report["logs"]["stdout"]
     assert run.report["logs"]["stdout"] == "before\N{REPLACEMENT CHARACTER}after\n"
     assert run.report["speedup"] is None

@@ -14,6 +14,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from benchwright import roles
+from graders import registry
 from rubrics.models import Criterion, Rubric
 from sandboxes.spec import SpecError
 from tasks import services
@@ -85,7 +86,7 @@ def test_an_author_creates_a_kernel_draft_with_a_statement_rubric_and_default_gr
     assert task.owner == author
     assert task.status == TaskStatus.DRAFT
     assert task.tags == ["relu", "pytorch"]
-    assert task.grading == services.DEFAULT_KERNEL_GRADING
+    assert task.grading == registry.get("kernel").default_grading()
     statement = task.files.get()
     assert (statement.path, statement.role, statement.visibility) == (
         "statement.md",
@@ -140,7 +141,7 @@ def test_the_owner_updates_metadata_and_kind_kernel_gains_default_grading(author
     )  # fmt: skip
     task.refresh_from_db()
     assert (task.title, task.kind, task.hardware, task.tags) == ("New", "kernel", "h100", ["a"])
-    assert task.grading == services.DEFAULT_KERNEL_GRADING
+    assert task.grading == registry.get("kernel").default_grading()
 
 
 @pytest.mark.parametrize("who", ["colleague", "outsider", "reviewer"])

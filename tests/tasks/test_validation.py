@@ -121,7 +121,9 @@ def test_the_message_carries_the_candidate_under_its_own_name(
     django_capture_on_commit_callbacks, monkeypatch
 ):
     sent = []
-    monkeypatch.setattr(validation, "_enqueue", lambda messages, hardware: sent.extend(messages))
+    monkeypatch.setattr(
+        validation, "_enqueue", lambda messages, kind, hardware: sent.extend(messages)
+    )
     task = factories.make_task()
     add_candidates(task)
 

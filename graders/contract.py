@@ -1,0 +1,252 @@
+"""The contract every task kind implements.
+
+A task kind (kernel, debugging, profiling, serving, ...) is one subclass of
+``TaskKind`` in its own folder under ``graders/``, registered in
+``graders.registry``. Everything the rest of the platform needs to know about
+a kind goes through it:
+
+- ``parse_grading``: check a bundle's ``[grading]`` table (and the files it
+  names); every error is a ``GradingTableError`` naming the file and field;
+- ``default_grading``: the table a new draft starts with;
+- ``grade``: a grading message in, a report dict out; never raises;
+- ``public_report``: what a solver, an API client and an export may see of a
+  report (hidden tests, answer keys, reference outputs, hidden file names and
+  operator notes never);
+- ``rule_types`` and ``score_rule``: the automatic rubric rules the kind
+  offers, and how each is scored from a report;
+- ``metrics`` and ``metric_values``: the named figures a grading produces
+  (name, unit, direction), stored, charted and exported by name;
+- ``needs``: the queue, hardware and time budget a grading needs.
+
+Nothing here imports Django: graders run on sandbox hosts with no database.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from .verdicts import Verdict
+
+REASON_CHARS = 2000
+MAX_INTEGRITY_ITEMS = 50
+LOG_TAIL_CHARS = 4000  # per stream; a deployment may show less
+
+# Queue names: the CPU pool takes every grading that needs no accelerator (and the
+# correctness checks of GPU tasks where no pool of their hardware is configured).
+CPU_QUEUE = "grading.cpu"
+
+
+def gpu_queue(hardware: str) -> str:
+    return f"grading.gpu.{hardware}"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named figure a grading of the kind produces."""
+
+    name: str
+    unit: str  # "x" (a ratio), "s", "count", "" (a plain number)
+    direction: Literal["higher", "lower"]  # which is better
+    description: str
+
+
+@dataclass(frozen=True)
+class RuleType:
+    """An automatic rubric rule: its ``type`` in a bundle's rubric and its parameters
+    (name -> what it means)."""
+
+    name: str
+    description: str
+    params: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GradingNeeds:
+    queue: str
+    hardware: str  # the hardware class the grading runs on ("cpu", "h100", ...)
+    time_budget_s: float  # the most one grading may take, sandbox start to report
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a grading the platform failed (``internal_error``, a lost worker) is
+    tried again, and how long to wait before each new attempt."""
+
+    max_attempts: int = 3
+    backoff_s: float = 10.0
+
+    def should_retry(self, attempts_made: int) -> bool:
+        return attempts_made < self.max_attempts
+
+    def delay_s(self, attempts_made: int) -> float:
+        """10 s, 20 s, ...: a sick host has time to recover."""
+        return self.backoff_s * attempts_made
+
+
+RETRY = RetryPolicy()
+
+
+class GradingTableError(ValueError):
+    """A problem in a bundle's grading settings, naming the file and the field."""
+
+    def __init__(self, field: str, message: str, *, file: str = "task.toml") -> None:
+        super().__init__(f"{file}: {field}: {message}")
+        self.file = file
+        self.field = field
+        self.message = message
+
+
+# Rules every kind offers: they read only the verdict and the integrity findings,
+# which every report has.
+COMMON_RULE_TYPES: tuple[RuleType, ...] = (
+    RuleType(
+        "verdict",
+        "the grading ends in this verdict",
+        {"equals": "the verdict wanted (default: accepted)"},
+    ),
+    RuleType(
+        "integrity",
+        "the grader's integrity checks found nothing (counts only for accepted submissions)",
+        {"clean": "true: no findings wanted (default); false: findings wanted"},
+    ),
+)
+
+
+class TaskKind(ABC):
+    """One task kind's grader and everything the platform needs to know about it."""
+
+    name: ClassVar[str]  # the ``kind`` of a bundle's task.toml
+    label: ClassVar[str]  # for people: "GPU kernel", "Debugging"
+    metrics: ClassVar[tuple[Metric, ...]] = ()
+    # The kind's own rule types; ``rule_types()`` adds the common ones.
+    kind_rule_types: ClassVar[tuple[RuleType, ...]] = ()
+    # The authoring UI's grading form for the kind, by name (None: no form yet; the
+    # UI says so and offers the bundle upload instead).
+    authoring_form: ClassVar[str | None] = None
+
+    # -- bundles ----------------------------------------------------------------------
+
+    # Whether a bundle of the kind must have a ``[grading]`` table.
+    grading_required: ClassVar[bool] = True
+
+    @abstractmethod
+    def parse_grading(self, manifest: Mapping[str, Any], files: Mapping[str, str]) -> Any:
+        """Check a bundle's ``[grading]`` table (in ``manifest``, the parsed
+        ``task.toml``) against the bundle's files (path -> text) and return the kind's
+        parsed settings; raise ``GradingTableError`` naming the file and field."""
+
+    @abstractmethod
+    def default_grading(self) -> dict[str, Any]:
+        """The ``[grading]`` table a new draft of the kind starts with."""
+
+    # -- grading ----------------------------------------------------------------------
+
+    @abstractmethod
+    def grade(self, message: Mapping[str, Any], *, backend_name: str) -> dict[str, Any]:
+        """Grade the submission a message describes (task manifest and files, the
+        submission's files); return the report as a dict. Never raises: a failure of
+        the platform is an ``internal_error`` report, one of the task a ``task_error``."""
+
+    def needs(self, *, hardware: str, gpu_pools: Sequence[str]) -> GradingNeeds:
+        """Where a grading of a task targeting ``hardware`` runs, given the GPU pools
+        this deployment has."""
+        queue = gpu_queue(hardware) if hardware != "cpu" and hardware in gpu_pools else CPU_QUEUE
+        return GradingNeeds(queue=queue, hardware=hardware, time_budget_s=self.time_budget_s)
+
+    time_budget_s: ClassVar[float] = 900.0
+
+    # -- reports ----------------------------------------------------------------------
+
+    def public_report(
+        self, report: Mapping[str, Any], *, log_tail_chars: int = LOG_TAIL_CHARS
+    ) -> dict[str, Any]:
+        """What anyone but an operator may see of a report, by allow-list: the fields
+        every report has (``common_public_report``) and the kind's own
+        (``public_details``). Anything a kind adds to its reports stays private until
+        the kind lists it there."""
+        return {**common_public_report(report, log_tail_chars), **self.public_details(report)}
+
+    @abstractmethod
+    def public_details(self, report: Mapping[str, Any]) -> dict[str, Any]:
+        """The kind's own report fields a solver may see (never hidden tests, answer
+        keys, reference outputs or hidden file names)."""
+
+    def metric_values(self, report: Mapping[str, Any]) -> dict[str, float | None]:
+        """The kind's metrics, by name, read from a report (None where not measured)."""
+        return {metric.name: None for metric in self.metrics}
+
+    # -- rubrics ----------------------------------------------------------------------
+
+    @classmethod
+    def rule_types(cls) -> tuple[RuleType, ...]:
+        return (*COMMON_RULE_TYPES, *cls.kind_rule_types)
+
+    def score_rule(
+        self, rule: Mapping[str, Any], *, report: Mapping[str, Any], on_target: bool
+    ) -> tuple[bool, str]:
+        """Whether an automatic rule holds for a report, and why (shown to reviewers).
+        ``on_target``: the grading ran on the task's own hardware."""
+        kind = rule.get("type")
+        verdict = report.get("verdict")
+        if kind == "verdict":
+            expected = rule.get("equals", Verdict.ACCEPTED.value)
+            return verdict == expected, f"verdict {verdict}, rule wants {expected}"
+        if kind == "integrity":
+            violations = (report.get("integrity") or {}).get("violations") or []
+            want_clean = bool(rule.get("clean", True))
+            if want_clean and verdict != Verdict.ACCEPTED:
+                # A run that failed was never checked through: "no findings" earns nothing.
+                return (
+                    False,
+                    f"verdict {verdict}: a clean record counts only for accepted submissions",
+                )
+            return (not violations) == want_clean, f"{len(violations)} integrity finding(s)"
+        return self.score_kind_rule(rule, report=report, on_target=on_target)
+
+    def score_kind_rule(
+        self, rule: Mapping[str, Any], *, report: Mapping[str, Any], on_target: bool
+    ) -> tuple[bool, str]:
+        """The kind's own rule types (``kind_rule_types``)."""
+        return False, f"unknown rule type {rule.get('type')!r} for {self.name} tasks"
+
+
+def tail(text: Any, limit: int) -> str:
+    text = str(text or "")
+    return text if len(text) <= limit else "\N{HORIZONTAL ELLIPSIS}" + text[-limit:]
+
+
+def pick(data: Any, keys: Sequence[str]) -> dict[str, Any]:
+    """The listed keys of a mapping (nothing if it is not one)."""
+    if not isinstance(data, Mapping):
+        return {}
+    return {key: data[key] for key in keys if key in data}
+
+
+def common_public_report(report: Mapping[str, Any], log_tail_chars: int) -> dict[str, Any]:
+    """The fields every kind's report has, as a solver may see them. Never
+    ``operator_notes`` (free text for operators, which may quote hidden files) nor
+    ``artifacts``; logs (the submission's own output) keep only their tails."""
+    integrity = report.get("integrity")
+    integrity = integrity if isinstance(integrity, Mapping) else {}
+    logs = report.get("logs")
+    logs = logs if isinstance(logs, Mapping) else {}
+    hardware = report.get("hardware")
+    hardware = hardware if isinstance(hardware, Mapping) else {}
+    return {
+        "verdict": report.get("verdict"),
+        "reason": tail(report.get("reason"), REASON_CHARS),
+        "integrity": {
+            key: [str(item) for item in list(integrity.get(key) or [])[:MAX_INTEGRITY_ITEMS]]
+            for key in ("checks", "violations")
+        },
+        "hardware": {str(k): v for k, v in hardware.items() if isinstance(v, str | int | float)},
+        "logs": {
+            str(name): tail(text, log_tail_chars)
+            for name, text in logs.items()
+            if name in ("stdout", "stderr")
+        },
+        "duration_s": report.get("duration_s"),
+    }

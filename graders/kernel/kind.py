@@ -1,0 +1,218 @@
+"""The kernel task kind: its grading table, rules, metrics and public report."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from graders.contract import (
+    GradingTableError,
+    Metric,
+    RuleType,
+    TaskKind,
+    pick,
+)
+from graders.verdicts import Verdict
+
+logger = logging.getLogger(__name__)
+
+# Top-level task.toml keys: a grading error about one of them is not under [grading].
+MANIFEST_KEYS = ("slug", "title", "kind", "hardware", "files", "statement", "grading")
+
+# What a solver may see of a report's timing and trials (allow-lists).
+TIMING_STATS = ("median_s", "spread", "count", "calls", "ci_low_s", "ci_high_s")
+TIMING_FIELDS = (
+    "timing_mode",
+    "method",
+    "shape",
+    "speedup",
+    "speedup_ci",
+    "significant",
+    "scored",
+    "unscored_reason",
+    "calls_per_batch",
+)
+# Never a trial's seed or message: a reference's own check may print expected values.
+TRIAL_FIELDS = ("shape", "trial", "ok", "max_abs_error", "max_rel_error", "shapes", "dtypes")
+MAX_TRIALS = 200
+
+_FIELD_PREFIX = re.compile(
+    r"^([A-Za-z_][\w-]*(?:\[\d+\])*(?:\.[\w-]+(?:\[\d+\])*)*):\s+(.+)$", re.DOTALL
+)
+
+
+def worker_hardware() -> str | None:
+    """This worker's hardware class, from BENCHWRIGHT_WORKER_HARDWARE (set per GPU
+    worker), else detected by the grader."""
+    return os.environ.get("BENCHWRIGHT_WORKER_HARDWARE") or None
+
+
+def _internal(reason: str) -> dict[str, Any]:
+    from sandboxes.report import GradeReport
+
+    return GradeReport(verdict=Verdict.INTERNAL_ERROR, reason=reason).to_dict()
+
+
+def _number(report: Mapping[str, Any], *keys: str) -> float | None:
+    value: Any = report
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+class KernelKind(TaskKind):
+    name = "kernel"
+    label = "GPU kernel"
+    authoring_form = "kernel"
+    metrics = (
+        Metric(
+            "speedup",
+            "x",
+            "higher",
+            "the reference's time per call over the submission's, on the timing shape set",
+        ),
+        Metric("reference_median_s", "s", "lower", "the reference's time per call"),
+        Metric("submission_median_s", "s", "lower", "the submission's time per call"),
+        Metric(
+            "checked_calls", "count", "higher", "calls whose output was compared with the reference"
+        ),
+    )
+    kind_rule_types: ClassVar[tuple[RuleType, ...]] = (
+        RuleType(
+            "speedup",
+            "an accepted submission, timed on the task's own hardware with a scored timing, is "
+            "significantly faster than the reference by at least this factor",
+            {"at_least": "the speedup wanted (default 1.0)"},
+        ),
+    )
+
+    # -- bundles ----------------------------------------------------------------------
+
+    def parse_grading(self, manifest: Mapping[str, Any], files: Mapping[str, str]) -> Any:
+        from sandboxes.spec import GradingSpec
+
+        try:
+            return GradingSpec.from_manifest(manifest, files)
+        except ValueError as exc:
+            raise self._table_error(exc, manifest) from None
+
+    @staticmethod
+    def _table_error(exc: ValueError, manifest: Mapping[str, Any]) -> GradingTableError:
+        """The spec's error, its field path made relative to task.toml (an error about
+        the reference's source names that file)."""
+        message = str(exc)
+        field = getattr(exc, "field", None)
+        if isinstance(field, str) and field:
+            message = message.removeprefix(f"{field}: ")
+        elif match := _FIELD_PREFIX.match(message):
+            field, message = match[1], match[2]
+        else:
+            return GradingTableError("grading", message)
+        head = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if head == "reference":
+            reference = next(
+                (
+                    entry.get("path")
+                    for entry in manifest.get("files") or []
+                    if isinstance(entry, Mapping) and entry.get("role") == "reference"
+                ),
+                None,
+            )
+            if isinstance(reference, str):
+                return GradingTableError("", message, file=reference)
+        if head not in MANIFEST_KEYS and head not in manifest:
+            field = f"grading.{field}"  # a path relative to [grading]
+        return GradingTableError(field, message)
+
+    def default_grading(self) -> dict[str, Any]:
+        return {"format": "kernelbench", "language": "pytorch", "trials": 5}
+
+    # -- grading ----------------------------------------------------------------------
+
+    def grade(self, message: Mapping[str, Any], *, backend_name: str) -> dict[str, Any]:
+        from sandboxes import get_backend
+        from sandboxes.base import Limits, SandboxError
+        from sandboxes.spec import GradingSpec, SpecError
+
+        try:
+            manifest = message["manifest"]
+            task_files = dict(message["task_files"])
+            submission_files = dict(message["submission_files"])
+        except (KeyError, TypeError) as error:
+            return _internal(f"malformed grading message: missing {error}")
+        try:
+            spec = GradingSpec.from_manifest(manifest, task_files)
+        except SpecError as error:
+            return _internal(f"the task's grading settings are invalid: {error}")
+        try:
+            backend = get_backend(backend_name)
+            backend.check()
+        except (SandboxError, ValueError) as error:
+            logger.error("sandbox unavailable: %s", error)
+            return _internal(f"sandbox unavailable on this worker: {error}")
+        from sandboxes.kernel import grade  # imports torch: only for a sound message
+
+        try:
+            report = grade(
+                spec, submission_files, backend=backend, limits=Limits(), hardware=worker_hardware()
+            )
+        except Exception as error:  # grade() never raises; this is the last line of defence
+            logger.exception("grading raised")
+            return _internal(f"the grader failed: {type(error).__name__}")
+        return report.to_dict()
+
+    # -- reports ----------------------------------------------------------------------
+
+    def public_details(self, report: Mapping[str, Any]) -> dict[str, Any]:
+        timing = report.get("timing")
+        public_timing = None
+        if isinstance(timing, Mapping):
+            public_timing = pick(timing, TIMING_FIELDS)
+            for side in ("reference", "submission"):
+                public_timing[side] = pick(timing.get(side), TIMING_STATS)
+        trials = report.get("correctness")
+        trials = trials if isinstance(trials, list) else []
+        return {
+            "speedup": report.get("speedup"),
+            "timing_mode": report.get("timing_mode"),
+            "correctness": [pick(trial, TRIAL_FIELDS) for trial in trials[:MAX_TRIALS]],
+            "timing": public_timing,
+            "harness_version": str(report.get("harness_version") or ""),
+            "checked_calls": report.get("checked_calls"),
+        }
+
+    def metric_values(self, report: Mapping[str, Any]) -> dict[str, float | None]:
+        return {
+            "speedup": _number(report, "speedup"),
+            "reference_median_s": _number(report, "timing", "reference", "median_s"),
+            "submission_median_s": _number(report, "timing", "submission", "median_s"),
+            "checked_calls": _number(report, "checked_calls"),
+        }
+
+    # -- rubrics ----------------------------------------------------------------------
+
+    def score_kind_rule(
+        self, rule: Mapping[str, Any], *, report: Mapping[str, Any], on_target: bool
+    ) -> tuple[bool, str]:
+        if rule.get("type") != "speedup":
+            return super().score_kind_rule(rule, report=report, on_target=on_target)
+        threshold = float(rule.get("at_least", 1.0))
+        if report.get("verdict") != Verdict.ACCEPTED:
+            return False, "speedup counts only for accepted submissions"
+        if not on_target:
+            return False, "not graded on the task's target hardware: speedup not scored"
+        timing = report.get("timing") or {}
+        if report.get("timing_mode") == "interpreter" or timing.get("scored") is False:
+            why = timing.get("unscored_reason") or "timed under the Triton interpreter"
+            return False, f"speedup not scored: {why}"
+        speedup = report.get("speedup")
+        if not isinstance(speedup, int | float):
+            return False, "no speedup measured"
+        if not timing.get("significant", False):
+            return False, f"speedup {speedup:.2f}x is within timing noise"
+        return speedup >= threshold, f"speedup {speedup:.2f}x, rule wants {threshold:g}x"
