@@ -23,6 +23,7 @@ Nothing here imports Django: graders run on sandbox hosts with no database.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -177,6 +178,21 @@ class TaskKind(ABC):
     def metric_values(self, report: Mapping[str, Any]) -> dict[str, float | None]:
         """The kind's metrics, by name, read from a report (None where not measured)."""
         return {metric.name: None for metric in self.metrics}
+
+    def metrics_of(self, report: Mapping[str, Any]) -> dict[str, float | None]:
+        """``metric_values`` checked against the declared metrics: every declared name,
+        nothing else, each a finite number or None. What a grading run stores."""
+        values = self.metric_values(report)
+        checked: dict[str, float | None] = {}
+        for metric in self.metrics:
+            value = values.get(metric.name)
+            number = (
+                float(value)
+                if isinstance(value, int | float) and not isinstance(value, bool)
+                else None
+            )
+            checked[metric.name] = number if number is not None and math.isfinite(number) else None
+        return checked
 
     # -- rubrics ----------------------------------------------------------------------
 

@@ -260,6 +260,11 @@ class SubmissionGradingSerializer(serializers.Serializer[Any]):
         allow_null=True, help_text="The measured figure; a score only when speedup_scored."
     )
     speedup_scored = serializers.BooleanField()
+    metrics = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="The task kind's named metrics (see the kind's metric list), null where "
+        "not measured.",
+    )
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     report = serializers.JSONField(help_text="The public grading report (no hidden data).")
@@ -306,6 +311,7 @@ class SubmissionDetailSerializer(SubmissionSerializer):
                 "timing_mode": run.timing_mode,
                 "speedup": run.speedup,
                 "speedup_scored": run_speedup_view(run)["speedup_scored"],
+                "metrics": dict(run.metrics or {}),
                 "started_at": run.started_at,
                 "finished_at": run.finished_at,
                 "report": public_report(

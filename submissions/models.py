@@ -119,6 +119,9 @@ class GradingRun(TimeStamped):
     reference_median_s = models.FloatField(null=True, blank=True)
     submission_median_s = models.FloatField(null=True, blank=True)
     speedup = models.FloatField(null=True, blank=True)
+    # The task kind's named metrics (graders.contract.TaskKind.metrics), read from the
+    # report by the kind; the kernel columns above stay for the queries that sort by them.
+    metrics = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -253,6 +253,9 @@ def grading_store(
         return None
     report = storable(report)  # what the submission printed or named, as PostgreSQL takes it
     verdict = str(report.get("verdict") or INTERNAL_ERROR)
+    version = submission.task_version
+    kind = registry.get(version.kind) if registry.is_kind(version.kind) else None
+    metrics = kind.metrics_of(report) if kind is not None else {}
     run = GradingRun.objects.create(
         submission=submission,
         attempt=attempt,
@@ -263,9 +266,10 @@ def grading_store(
         target_hardware=_ran_on_target(report, submission.task_version),
         harness_version=str(report.get("harness_version") or "")[:40],
         timing_mode=str(report.get("timing_mode") or "")[:20],
-        reference_median_s=_report_number(report, "timing", "reference", "median_s"),
-        submission_median_s=_report_number(report, "timing", "submission", "median_s"),
-        speedup=_report_number(report, "speedup"),
+        reference_median_s=metrics.get("reference_median_s"),
+        submission_median_s=metrics.get("submission_median_s"),
+        speedup=metrics.get("speedup"),
+        metrics=metrics,
         started_at=timezone.now() - timedelta(seconds=_report_number(report, "duration_s") or 0),
         finished_at=timezone.now(),
     )

@@ -302,6 +302,10 @@ def test_the_public_report_keeps_timing_summaries_but_not_samples_or_witnesses(o
         True,
         True,
     )
+    # The kind's named metrics, beside the report.
+    metrics = response.json()["grading"]["metrics"]
+    assert metrics["speedup"] == recorded.report(recorded.ACCEPTED)["speedup"]
+    assert metrics["reference_median_s"] == reference["median_s"]
 
 
 def make_owned(task, owner, model_name="m", run_id=""):

@@ -70,6 +70,14 @@ def test_storing_a_report_records_the_run_scores_criteria_and_marks_it_graded():
     assert run.timing_mode == "cpu_time"
     assert run.reference_median_s == report["timing"]["reference"]["median_s"]
     assert run.submission_median_s == report["timing"]["submission"]["median_s"]
+    # The kind's named metrics, stored as one validated object.
+    run.refresh_from_db()
+    assert run.metrics == {
+        "speedup": report["speedup"],
+        "reference_median_s": report["timing"]["reference"]["median_s"],
+        "submission_median_s": report["timing"]["submission"]["median_s"],
+        "checked_calls": float(report["checked_calls"]),
+    }
     assert (run.hardware, run.harness_version) == ("cpu", report["harness_version"])
     assert run.target_hardware is True  # graded on a CPU host; the factory task targets the CPU
     assert run.started_at is not None and run.finished_at is not None
