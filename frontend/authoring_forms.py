@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from graders import registry
 from graders.verdicts import NOT_THE_SUBMISSIONS, Verdict
 from sandboxes.spec import DEFAULT_TOLERANCES, FORMATS, LANGUAGES, SpecError
 from tasks.models import Difficulty, FileRole, Hardware, Kind, ReviewDecision, Visibility
@@ -472,4 +473,31 @@ class ReviewDecisionForm(forms.Form):
         max_length=20000,
         label="Overall comment",
         widget=forms.Textarea(attrs={"rows": 4, "class": "text-input"}),
+    )
+
+
+# The grading forms of the kinds that have one, by the name a kind gives in its
+# ``authoring_form`` (graders.contract.TaskKind), with the template that shows it.
+GRADING_FORMS: dict[str, tuple[type[forms.Form], str]] = {
+    "kernel": (GradingForm, "frontend/edit/grading.html"),
+}
+
+
+def grading_form_for(kind: str) -> tuple[type[forms.Form], str] | None:
+    """The grading form and template of a task kind, through the registry; None when the
+    kind has no grader or its grader has no form."""
+    if not registry.is_kind(kind):
+        return None
+    name = registry.get(kind).authoring_form
+    return GRADING_FORMS.get(name) if name else None
+
+
+def grading_form_missing(kind: str) -> str:
+    """What the grading page says for a kind without a form."""
+    if not registry.is_kind(kind):
+        return f"{kind.capitalize()} tasks have no grader yet, so there is nothing to set here."
+    label = registry.get(kind).label
+    return (
+        f"{label} tasks have no grading form here yet: set their [grading] table in a "
+        "bundle and import it (see docs/bundles.md)."
     )

@@ -36,6 +36,8 @@ from .authoring_forms import (
     TaskCreateForm,
     TaskMetadataForm,
     apply_errors,
+    grading_form_for,
+    grading_form_missing,
 )
 from .rendering import render_markdown
 from .uploads import capped_upload, upload_refused
@@ -274,10 +276,14 @@ def task_file_delete(request: HttpRequest, task: Task, pk: int) -> HttpResponse:
 @editor_view
 @require_http_methods(["GET", "POST"])
 def task_grading(request: HttpRequest, task: Task) -> HttpResponse:
-    if task.kind != "kernel":
-        context = editor_context(task, "grading", form=None)
+    chosen = grading_form_for(task.kind)
+    if chosen is None:
+        missing = grading_form_missing(task.kind)
+        context = editor_context(task, "grading", form=None, missing=missing)
         return render(request, "frontend/edit/grading.html", context)
-    form = GradingForm(request.POST or None, initial=GradingForm.initial_from(task.grading or {}))
+    form_class, template = chosen
+    assert issubclass(form_class, GradingForm)  # the only grading form so far: kernel tasks
+    form = form_class(request.POST or None, initial=form_class.initial_from(task.grading or {}))
     if request.method == "POST" and form.is_valid():
         try:
             task_services.task_grading_update(
@@ -292,7 +298,7 @@ def task_grading(request: HttpRequest, task: Task) -> HttpResponse:
             return redirect("task-grading", task.slug)
     status = 400 if form.errors else 200
     context = editor_context(task, "grading", form=form)
-    return render(request, "frontend/edit/grading.html", context, status=status)
+    return render(request, template, context, status=status)
 
 
 # -- rubric ----------------------------------------------------------------------------------

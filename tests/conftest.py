@@ -110,3 +110,17 @@ def celery_worker_process(django_db_setup, django_db_blocker):
             worker.kill()
         log.close()
         app.close()
+
+
+@pytest.fixture
+def text_answer():
+    """A task kind defined only in the tests (``tests/graders/text_answer.py``),
+    registered for one test."""
+    from graders import registry
+    from tests.graders.text_answer import TextAnswer
+
+    registry.register(TextAnswer)
+    try:
+        yield registry.get("text-answer")
+    finally:
+        registry.unregister("text-answer")

@@ -451,7 +451,19 @@ def test_grading_errors_appear_beside_the_field_they_name(author, draft, post, f
 def test_a_profiling_task_has_no_grading_form(author):
     task = factories.make_task(author, kind="profiling", grading={})
     html = html_of(logged_in(author).get(reverse("task-grading", args=[task.slug])))
-    assert "belong to kernel tasks" in html
+    assert "Profiling tasks have no grader yet" in html
+
+
+def test_a_kind_with_a_grader_but_no_form_says_so(author, monkeypatch):
+    """The grading page picks its form through the registry (the kind's
+    ``authoring_form``); a kind whose grader offers none gets a plain message."""
+    from graders.kernel.kind import KernelKind
+
+    monkeypatch.setattr(KernelKind, "authoring_form", None)
+    task = factories.make_task(author)
+    response = logged_in(author).get(reverse("task-grading", args=[task.slug]))
+    assert response.status_code == 200
+    assert "GPU kernel tasks have no grading form here yet" in html_of(response)
 
 
 # Rubric --------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,55 +13,13 @@ from graders.contract import (
     CPU_QUEUE,
     RETRY,
     GradingTableError,
-    Metric,
-    RuleType,
-    TaskKind,
 )
 from graders.kernel.kind import KernelKind
 from graders.verdicts import SUBMISSION_VERDICTS, Verdict
 from tests import recorded
+from tests.graders.text_answer import TextAnswer
 
 CATALOG = Path(__file__).resolve().parents[2] / "reference_solutions"
-
-
-class TextAnswer(TaskKind):
-    """A kind that exists only here: a text answer graded against a key."""
-
-    name = "text-answer"
-    label = "Text answer"
-    metrics = (Metric("matched", "count", "higher", "1 when the answer matched the key"),)
-    kind_rule_types = (RuleType("matched", "the answer matched the key"),)
-
-    def parse_grading(self, manifest: Mapping[str, Any], files: Mapping[str, str]) -> Any:
-        key = (manifest.get("grading") or {}).get("key")
-        if key not in files:
-            raise GradingTableError("grading.key", "must name a listed file")
-        return key
-
-    def default_grading(self) -> dict[str, Any]:
-        return {"key": "key.txt"}
-
-    def grade(self, message: Mapping[str, Any], *, backend_name: str) -> dict[str, Any]:
-        key = message["task_files"][message["manifest"]["grading"]["key"]]
-        answer = message["submission_files"].get("answer.txt", "")
-        matched = answer.strip() == key.strip()
-        return {
-            "verdict": "accepted" if matched else "wrong_answer",
-            "reason": f"the answer {answer!r}",  # quotes the solver's text as it came
-            "operator_notes": f"key {key!r}",
-        }
-
-    def public_details(self, report: Mapping[str, Any]) -> dict[str, Any]:
-        return {}
-
-
-@pytest.fixture
-def text_answer() -> Iterator[TaskKind]:
-    registry.register(TextAnswer)
-    try:
-        yield registry.get("text-answer")
-    finally:
-        registry.unregister("text-answer")
 
 
 def message(kind: str, answer: str) -> dict[str, Any]:
