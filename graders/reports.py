@@ -48,3 +48,14 @@ def storable(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list | tuple):
         return [storable(item, depth + 1) for item in value]
     return clean_string(repr(value)[:200])
+
+
+def report_number(report: Mapping[str, Any], *keys: str) -> float | None:
+    """The number at ``keys`` in a report (``report_number(r, "timing", "speedup")``), or
+    None where there is none (a missing key, a boolean, a string)."""
+    value: Any = report
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

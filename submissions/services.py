@@ -27,7 +27,7 @@ from django.utils import timezone
 from benchwright.state import InvalidTransition, transition
 from graders import registry
 from graders.contract import RETRY
-from graders.reports import storable
+from graders.reports import report_number, storable
 from graders.verdicts import Verdict
 from reviews import hooks as review_hooks
 from rubrics import services as rubric_services
@@ -226,15 +226,6 @@ def grading_message(submission: Submission) -> dict[str, Any]:
     }
 
 
-def _report_number(report: Mapping[str, Any], *keys: str) -> float | None:
-    value: Any = report
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _ran_on_target(report: Mapping[str, Any], version: TaskVersion) -> bool:
     # The grader names the hardware class it ran on ("cpu", "h100", ...).
     name = str((report.get("hardware") or {}).get("name") or "").lower()
@@ -270,7 +261,7 @@ def grading_store(
         submission_median_s=metrics.get("submission_median_s"),
         speedup=metrics.get("speedup"),
         metrics=metrics,
-        started_at=timezone.now() - timedelta(seconds=_report_number(report, "duration_s") or 0),
+        started_at=timezone.now() - timedelta(seconds=report_number(report, "duration_s") or 0),
         finished_at=timezone.now(),
     )
     if verdict == INTERNAL_ERROR:

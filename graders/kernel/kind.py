@@ -15,6 +15,7 @@ from graders.contract import (
     TaskKind,
     pick,
 )
+from graders.reports import report_number
 from graders.verdicts import Verdict
 
 logger = logging.getLogger(__name__)
@@ -54,15 +55,6 @@ def _internal(reason: str) -> dict[str, Any]:
     from sandboxes.report import GradeReport
 
     return GradeReport(verdict=Verdict.INTERNAL_ERROR, reason=reason).to_dict()
-
-
-def _number(report: Mapping[str, Any], *keys: str) -> float | None:
-    value: Any = report
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 class KernelKind(TaskKind):
@@ -188,10 +180,10 @@ class KernelKind(TaskKind):
 
     def metric_values(self, report: Mapping[str, Any]) -> dict[str, float | None]:
         return {
-            "speedup": _number(report, "speedup"),
-            "reference_median_s": _number(report, "timing", "reference", "median_s"),
-            "submission_median_s": _number(report, "timing", "submission", "median_s"),
-            "checked_calls": _number(report, "checked_calls"),
+            "speedup": report_number(report, "speedup"),
+            "reference_median_s": report_number(report, "timing", "reference", "median_s"),
+            "submission_median_s": report_number(report, "timing", "submission", "median_s"),
+            "checked_calls": report_number(report, "checked_calls"),
         }
 
     # -- rubrics ----------------------------------------------------------------------
