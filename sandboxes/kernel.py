@@ -850,10 +850,14 @@ class _Grading:
                         max_rel_error=comparison.max_rel_error,
                         shapes=comparison.shapes,
                         dtypes=comparison.dtypes,
-                        message=f"{where}: {comparison.message}",
+                        message=f"{where}: {comparison.full_message}",
                     )
                 )
-                raise Stop(Verdict.WRONG_ANSWER, f"{where}: {comparison.message}")
+                raise Stop(
+                    Verdict.WRONG_ANSWER,
+                    f"{where}: {comparison.message}",
+                    notes=f"{where}: {comparison.full_message}",
+                )
 
     def _apply_reference_checks(
         self, pair: Pair, calls: list[Call], comparisons: list[Comparison]
@@ -890,7 +894,8 @@ class _Grading:
             if failure.kind != "error":
                 raise
             comparison.fail(
-                f"the task's check_implementation raised on this output: {failure.message}"
+                "the task's check_implementation raised on this output",
+                detail=clean_text(failure.message, 1000),
             )
             return
         results = reply.header.get("results")
@@ -898,8 +903,10 @@ class _Grading:
             raise RuntimeError("the inputs process sent malformed check results")
         ok, message = (results[0] + [False, ""])[:2]
         if not ok:
-            text = clean_text(message, 1000)
-            comparison.fail(f"the task's check_implementation rejects the output: {text}")
+            comparison.fail(
+                "the task's check_implementation rejects the output",
+                detail=clean_text(message, 1000),
+            )
 
     # -- correctness ---------------------------------------------------------------------
 
@@ -911,9 +918,11 @@ class _Grading:
                 comparison = self.check_pair(pair)[0]
                 self._record_trial(shape, trial, pair, comparison)
                 if not comparison.ok:
+                    where = f"shape set {shape.name!r}, trial {trial + 1}"
                     raise Stop(
                         Verdict.WRONG_ANSWER,
-                        f"shape set {shape.name!r}, trial {trial + 1}: {comparison.message}",
+                        f"{where}: {comparison.message}",
+                        notes=f"{where}: {comparison.full_message}",
                     )
         self.report.integrity.checks.extend(CALL_CHECKS)
 
@@ -930,7 +939,7 @@ class _Grading:
                 max_rel_error=comparison.max_rel_error,
                 shapes=comparison.shapes,
                 dtypes=comparison.dtypes,
-                message=comparison.message,
+                message=comparison.full_message,
             )
         )
 

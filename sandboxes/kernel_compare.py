@@ -27,7 +27,10 @@ PLAIN = {"tensor": "torch.Tensor", "sequence": "tuple or list", "dict": "dict"}
 @dataclass
 class Comparison:
     ok: bool = True
-    message: str = ""
+    message: str = ""  # public: the report's reason quotes it
+    # What only reviewers and operators may read: a task's own check may print the
+    # expected value ("row 4: got 0, expected 8.16"), which the solver must not learn.
+    detail: str = ""
     integrity: str = ""  # set when the output breaks a rule meant to stop gaming
     max_abs_error: float | None = 0.0
     max_rel_error: float | None = 0.0
@@ -35,9 +38,15 @@ class Comparison:
     dtypes: list[str] = field(default_factory=list)
     judge_values: bool = True
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str, detail: str = "") -> None:
         if self.ok:
-            self.ok, self.message = False, message
+            self.ok, self.message, self.detail = False, message, detail
+
+    @property
+    def full_message(self) -> str:
+        """The message with its private detail, for the trial record (hidden from
+        solvers) and the operator notes."""
+        return f"{self.message}: {self.detail}" if self.detail else self.message
 
     def violate(self, message: str) -> None:
         self.fail(message)
@@ -123,14 +132,18 @@ def _walk(
             _walk(f"{path}[{index}]", r_node, ref[index], s_node, sub[index], tolerance_for, result)
     elif kind == "dict":
         if list(ref) != list(sub):
-            result.fail(f"{path} has keys {list(sub)!r}, the reference has {list(ref)!r}")
+            mine, theirs = clean_text(list(sub), 300), clean_text(list(ref), 300)
+            result.fail(f"{path} has keys {mine}, the reference has {theirs}")
             return
         for (_, r_node), (_, s_node), key in zip(
             ref_node["items"], sub_node["items"], ref, strict=True
         ):
-            _walk(f"{path}[{key!r}]", r_node, ref[key], s_node, sub[key], tolerance_for, result)
+            where = f"{path}[{clean_text(key, 100)}]"
+            _walk(where, r_node, ref[key], s_node, sub[key], tolerance_for, result)
     elif result.judge_values and not _scalars_match(ref, sub, tolerance_for("float64")):
-        result.fail(f"{path} is {sub!r}, the reference returns {ref!r}")
+        result.fail(
+            f"{path} is {clean_text(sub, 200)}, the reference returns {clean_text(ref, 200)}"
+        )
 
 
 def _scalars_match(ref: Any, sub: Any, tolerance: Tolerance) -> bool:

@@ -16,6 +16,14 @@ from typing import Any
 from graders.reports import storable
 from graders.verdicts import Verdict
 
+# The most characters of free text a report keeps: a submission decides much of it
+# (a dict key of seven million characters once made a 14 MB report).
+TEXT_CAPS = {"reason": 4000, "trial_message": 2000, "operator_notes": 20000}
+
+
+def _capped(text: str, cap: int) -> str:
+    return text if len(text) <= cap else text[: cap - 1] + "\N{HORIZONTAL ELLIPSIS}"
+
 
 def _finite_or_none(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
@@ -41,6 +49,7 @@ class TrialResult:
         data = dataclasses.asdict(self)
         data["max_abs_error"] = _finite_or_none(self.max_abs_error)
         data["max_rel_error"] = _finite_or_none(self.max_rel_error)
+        data["message"] = _capped(self.message, TEXT_CAPS["trial_message"])
         return data
 
 
@@ -125,11 +134,12 @@ class GradeReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-like data that can always be stored (``storable``: what
-        the submission printed or named may hold NUL characters or lone surrogates)."""
+        the submission printed or named may hold NUL characters or lone surrogates),
+        its free text capped (``TEXT_CAPS``)."""
         return storable(
             {
                 "verdict": self.verdict.value,
-                "reason": self.reason,
+                "reason": _capped(self.reason, TEXT_CAPS["reason"]),
                 "speedup": self.speedup,
                 "timing_mode": self.timing_mode,
                 "correctness": [trial.to_dict() for trial in self.correctness],
@@ -142,7 +152,7 @@ class GradeReport:
                 "duration_s": self.duration_s,
                 "phases": dict(self.phases),
                 "checked_calls": self.checked_calls,
-                "operator_notes": self.operator_notes,
+                "operator_notes": _capped(self.operator_notes, TEXT_CAPS["operator_notes"]),
             }
         )
 

@@ -197,6 +197,60 @@ def test_an_output_larger_than_the_batch_budget_is_not_too_large_for_its_own_ref
     assert report.verdict == Verdict.ACCEPTED, report.reason
 
 
+def test_what_a_tasks_own_check_prints_stays_with_reviewers(
+    backend: Sandbox, tmp_path: Path
+) -> None:
+    """A task's check_implementation may name the expected value ("got 0, expected
+    8.16"): the reason a solver sees says only that the check rejected the output; the
+    trial record (reviewers) and the operator notes keep the check's words."""
+    import shutil
+
+    folder = tmp_path / "rowsum"
+    shutil.copytree(EXPLOITS / "problems" / "rowsum", folder)
+    reference = folder / "reference.py"
+    reference.write_text(
+        reference.read_text().replace(
+            '''        worst = (output - expected).abs().max().item()
+        return False, f"mismatch: max abs error {worst:.3g}"''',
+            '''        row = int((output - expected).abs().argmax())
+        got, want = output[row].item(), expected[row].item()
+        return False, f"row {row}: got {got:.6g}, expected {want:.6g}"''',
+        )
+    )
+    assert "expected {want" in reference.read_text()
+    spec = dataclasses.replace(GradingSpec.from_bundle_dir(folder), timing=QUICK)
+    zeros = "import torch\n\ndef custom_kernel(data):\n    return torch.zeros(data[0].shape[0])\n"
+
+    report = grade(spec, {"solution.py": zeros}, backend=backend, limits=Limits())
+
+    assert report.verdict == Verdict.WRONG_ANSWER, report.reason
+    assert report.reason.endswith("the task's check_implementation rejects the output")
+    assert "expected" not in json.dumps(public(report))
+    failed = [trial for trial in report.correctness if not trial.ok]
+    assert "got 0, expected" in failed[-1].message
+    assert "got 0, expected" in report.operator_notes
+
+
+def test_free_text_in_a_report_is_capped(backend: Sandbox, tmp_path: Path) -> None:
+    """A dict key of millions of characters once made a 14 MB report (the reason and a
+    trial's message quoted it whole)."""
+    spec = dataclasses.replace(
+        GradingSpec.from_bundle_dir(EXPLOITS / "problems" / "dictout"), timing=QUICK
+    )
+    huge_key = (
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, *args):\n"
+        "        return {'k' * 3_000_000: torch.zeros(1)}\n"
+    )
+
+    report = grade(spec, {"solution.py": huge_key}, backend=backend, limits=Limits())
+
+    assert report.verdict == Verdict.WRONG_ANSWER, report.reason[:300]
+    data = report.to_dict()
+    assert len(json.dumps(data)) < 100_000
+    assert len(data["reason"]) <= 4000
+
+
 def test_gpumode_without_its_own_check_uses_the_tolerances(
     backend: Sandbox, tmp_path: Path
 ) -> None:
