@@ -131,8 +131,22 @@ def main() -> None:
         folders = [folders[int(i * step)] for i in range(args.sample)]
     work = [folder for folder in folders for _ in range(args.runs)]
     began, load_before = time.monotonic(), os.getloadavg()
+    results_path = Path(args.results).resolve()
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    partial = results_path.with_suffix(".partial.jsonl")
+    partial.write_text("")
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = list(pool.map(grade_identity, work))
+        results = []
+        # Each grading is written as it ends: a long run cut short keeps what it measured.
+        for result in pool.map(grade_identity, work):
+            results.append(result)
+            with partial.open("a") as out:
+                out.write(json.dumps(result) + "\n")
+            print(
+                f"  {result['task']}: {result.get('verdict')} {result.get('speedup')} "
+                f"significant={result.get('significant')} scored={result.get('scored')}",
+                flush=True,
+            )
     summary = summarise(results)
     print(f"{'task':28s} {'mode':11s} speedups (* significant)")
     for folder in folders:
@@ -156,8 +170,6 @@ def main() -> None:
     )
     for line in summary["not_graded"]:
         print(f"  not scored: {line}")
-    results_path = Path(args.results).resolve()
-    results_path.parent.mkdir(parents=True, exist_ok=True)
     results_path.write_text(
         json.dumps(
             {
