@@ -102,6 +102,7 @@ LIMITS_DO_NOT_OVERRIDE = (
 # Failures that a run stuck at its memory limit shows as (the kernel reclaiming pages
 # slows it to a crawl before anything is killed).
 MEMORY_CAUSED = (Verdict.TIME_LIMIT_EXCEEDED, Verdict.RUNTIME_ERROR)
+REFERENCE_FAILED = "internal error: the reference process failed"
 # How much longer than the submission's the trusted processes' wall time limit is.
 TRUSTED_WALL_SLACK_S = 120.0
 # The arena holds one call's inputs; it is sparse, so only what is written takes memory.
@@ -333,9 +334,7 @@ class _Grading:
                     notes,
                 )
                 return
-            self.conclude(
-                Verdict.INTERNAL_ERROR, "internal error: the reference process failed", notes
-            )
+            self.conclude(Verdict.INTERNAL_ERROR, REFERENCE_FAILED, notes)
             return
         if failure.kind == "error":
             # A call that fails for want of CUDA needs a GPU only where the task targets
@@ -364,8 +363,22 @@ class _Grading:
             if side is not None and "imports" in self.phases:
                 self.phases[phase] = side.busy_s
         for side in (self.gen, self.ref):
-            if side is not None:
-                self._finish(side)
+            if side is None:
+                continue
+            trusted = self._finish(side)
+            if (
+                trusted is not None
+                and trusted.memory_limit_hit
+                and self.report.verdict == Verdict.INTERNAL_ERROR
+                and self.report.reason == REFERENCE_FAILED
+            ):
+                # The task's own code needs more memory than a grading has at this shape
+                # set (a 4 GB output): the same every time, so no retry can help.
+                self.report.verdict = Verdict.TASK_ERROR
+                self.report.reason = (
+                    f"the task's {side.role} process reached its memory limit at this shape "
+                    "set: a problem with the task, not with the submission"
+                )
         if self.sub is None:
             return
         result = self._finish(self.sub)

@@ -168,6 +168,41 @@ def test_reference_weights_are_copied_into_the_solution(backend: Sandbox, tmp_pa
     assert "differs from the reference" in report.reason
 
 
+HUNGRY_REFERENCE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        scratch = torch.ones(600_000_000)  # 2.4 GB: more than the grading's memory
+        return x + scratch[0]
+
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_reference_over_its_memory_limit_is_a_task_error(
+    backend: Sandbox, tmp_path: Path
+) -> None:
+    """The task's own code needing more memory than a grading has (a KernelBench matmul
+    with a 4 GB output, left at its GPU sizes) fails the same way every time: the task's
+    problem, not an internal error to retry."""
+    spec = bare_spec(tmp_path, "hungry.py", HUNGRY_REFERENCE)
+    solution = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+    solution += "    def forward(self, x):\n        return x + 1\n"
+    limits = Limits(memory_bytes=2 * 1024**3)
+    report = grade(spec, {"solution.py": solution}, backend=backend, limits=limits)
+    assert report.verdict == Verdict.TASK_ERROR, (report.reason, report.operator_notes)
+    assert "reached its memory limit" in report.reason
+
+
 def test_reference_weights_over_the_cap_are_a_task_error(
     backend: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
