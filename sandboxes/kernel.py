@@ -114,19 +114,17 @@ COMPILE_CALL_TIMEOUT_S = 180.0
 # The reference's init arguments and weights travel to the grader as one reply.
 MAX_STATE_BYTES = 4 * GiB
 
-# glibc: every block comes from the heap (no mapping of its own for a large block, so
-# the threshold below only matters if the heap cannot grow) and freed memory is kept,
-# so after the first calls each call's allocations reuse memory already faulted in, in
-# both processes alike. Where a large block came from used to depend on each process's
-# history: a 63 MB output taken from free heap space one process had (no page faults)
-# or from a fresh mapping in the other (15,000 page faults a call), and the identity
-# solutions of convolution problems read 0.74-1.54x, "significant". Thread counts are
-# pinned too.
+# glibc: blocks of 32 MiB and more always get a mapping of their own (page faults on
+# every call, in both processes alike), and smaller freed memory is kept for reuse, not
+# trimmed. No top pad: with 256 MiB of padding, whether a 63 MB output came from free
+# space at the top of one process's heap (no faults) or from a fresh mapping in the
+# other (15,000 faults a call) depended on each process's history, and the identity
+# solutions of convolution problems read 0.67-1.54x, "significant". (Taking every block
+# from the heap instead, MALLOC_MMAP_MAX_=0, grew a process that maps a file on every
+# call past its memory limit.) Thread counts are pinned too.
 MALLOC_ENV = {
-    "MALLOC_MMAP_MAX_": "0",
     "MALLOC_MMAP_THRESHOLD_": "33554432",
     "MALLOC_TRIM_THRESHOLD_": "4294967296",
-    "MALLOC_TOP_PAD_": "268435456",
 }
 
 
