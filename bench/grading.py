@@ -39,11 +39,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from graders.kernel.grading import grade  # noqa: E402
+from graders.kernel.report import GradeReport, Verdict  # noqa: E402
+from graders.kernel.spec import GradingSpec, ShapeSet, TimingSettings  # noqa: E402
 from sandboxes import get_backend  # noqa: E402
 from sandboxes.base import Limits, Sandbox  # noqa: E402
-from sandboxes.kernel import grade  # noqa: E402
-from sandboxes.report import GradeReport, Verdict  # noqa: E402
-from sandboxes.spec import GradingSpec, ShapeSet, TimingSettings  # noqa: E402
 from sandboxes.unsandboxed import Unsandboxed  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "grading.json"

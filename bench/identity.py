@@ -36,11 +36,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from graders.kernel.grading import grade  # noqa: E402
+from graders.kernel.report import Verdict  # noqa: E402
+from graders.kernel.spec import GradingSpec, SpecError  # noqa: E402
 from sandboxes import get_backend  # noqa: E402
 from sandboxes.base import Limits  # noqa: E402
-from sandboxes.kernel import grade  # noqa: E402
-from sandboxes.report import Verdict  # noqa: E402
-from sandboxes.spec import GradingSpec, SpecError  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "identity.json"
 FOLDERS = [

@@ -12,8 +12,9 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from graders import registry
+from graders.contract import GradingTableError
+from graders.kernel.spec import DEFAULT_TOLERANCES, FORMATS, LANGUAGES
 from graders.verdicts import NOT_THE_SUBMISSIONS, Verdict
-from sandboxes.spec import DEFAULT_TOLERANCES, FORMATS, LANGUAGES, SpecError
 from tasks.models import Difficulty, FileRole, Hardware, Kind, ReviewDecision, Visibility
 
 # Output dtypes offered in the tolerance table; others stay editable in task.toml.
@@ -159,8 +160,8 @@ class RenameForm(forms.Form):
 
 
 class GradingForm(forms.Form):
-    """The [grading] table of a kernel task, field by field. Ranges and rules are
-    GradingSpec's: its SpecError lands beside the field it names."""
+    """The [grading] table of a kernel task, field by field. Ranges and rules are the
+    kernel kind's: its GradingTableError lands beside the field it names."""
 
     format = forms.ChoiceField(choices=[(f, f) for f in FORMATS])
     language = forms.ChoiceField(
@@ -304,10 +305,9 @@ class GradingForm(forms.Form):
             grading["limits"] = data["parsed_limits"]
         return grading
 
-    def add_spec_error(self, error: SpecError) -> None:
-        """Put GradingSpec's error beside the field its dotted path names."""
-        message = str(error).removeprefix(f"{error.field}: ")
-        self.add_error(self.field_for(error.field), message)
+    def add_table_error(self, error: GradingTableError) -> None:
+        """Put the kind's error beside the field its dotted path names."""
+        self.add_error(self.field_for(error.field), error.message)
 
     def field_for(self, path: str) -> str | None:
         parts = path.replace("[", ".").split(".")

@@ -15,8 +15,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from benchwright import roles
+from graders.contract import GradingTableError
 from rubrics.models import Criterion
-from sandboxes.spec import SpecError
 from tasks import services as task_services
 from tasks.bundle import BundleError, BundleInvalid
 from tasks.models import FileRole, Task, TaskFile
@@ -291,8 +291,8 @@ def task_grading(request: HttpRequest, task: Task) -> HttpResponse:
                 user=acting_user(request),
                 grading=form.grading(task.grading or {}),
             )
-        except SpecError as exc:
-            form.add_spec_error(exc)
+        except GradingTableError as exc:
+            form.add_table_error(exc)
         else:
             messages.success(request, "Grading settings saved.")
             return redirect("task-grading", task.slug)

@@ -16,7 +16,11 @@ a kind goes through it:
   offers, and how each is scored from a report;
 - ``metrics`` and ``metric_values``: the named figures a grading produces
   (name, unit, direction), stored, charted and exported by name;
-- ``needs``: the queue, hardware and time budget a grading needs.
+- ``needs``: the queue, hardware and time budget a grading needs;
+- ``summary_lines`` and ``headline``: the kind's figures in a report, for
+  ``manage.py grade`` and the ``validate_tasks`` table;
+- ``problem_file_task``: a bare problem file as a task, for kinds whose
+  problems come as single files (KernelBench, GPU MODE); others take bundles.
 
 Nothing here imports Django: graders run on sandbox hosts with no database.
 """
@@ -27,6 +31,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from .verdicts import Verdict
@@ -143,13 +148,26 @@ class TaskKind(ABC):
     def default_grading(self) -> dict[str, Any]:
         """The ``[grading]`` table a new draft of the kind starts with."""
 
+    def check_draft_grading(self, manifest: Mapping[str, Any], files: Mapping[str, str]) -> None:
+        """Check a draft's ``[grading]`` table as an author edits it; raise
+        ``GradingTableError`` for a problem of the table. A problem of the draft's files
+        (a reference not written yet) is not the table's: the bundle check reports it
+        on the file, so it is not raised here."""
+        try:
+            self.parse_grading(manifest, files)
+        except GradingTableError as error:
+            if error.file == "task.toml" and error.field.startswith("grading"):
+                raise
+
     # -- grading ----------------------------------------------------------------------
 
     @abstractmethod
     def grade(self, message: Mapping[str, Any], *, backend_name: str) -> dict[str, Any]:
-        """Grade the submission a message describes (task manifest and files, the
-        submission's files); return the report as a dict. Never raises: a failure of
-        the platform is an ``internal_error`` report, one of the task a ``task_error``."""
+        """Grade the submission a message describes (``manifest``, ``task_files``,
+        ``submission_files``; optionally ``overrides``, settings for this run such as
+        ``trials`` or ``hardware``, which the kind honours where it has them); return
+        the report as a dict. Never raises: a failure of the platform is an
+        ``internal_error`` report, one of the task a ``task_error``."""
 
     def needs(self, *, hardware: str, gpu_pools: Sequence[str]) -> GradingNeeds:
         """Where a grading of a task targeting ``hardware`` runs, given the GPU pools
@@ -193,6 +211,21 @@ class TaskKind(ABC):
             )
             checked[metric.name] = number if number is not None and math.isfinite(number) else None
         return checked
+
+    def summary_lines(self, report: Mapping[str, Any]) -> list[str]:
+        """The kind's own lines in ``manage.py grade``'s text report (after the verdict
+        and reason, before integrity, duration and logs)."""
+        return []
+
+    def headline(self, report: Mapping[str, Any]) -> str:
+        """The kind's main figure in a few characters, for tables (``validate_tasks``):
+        "" when it has none."""
+        return ""
+
+    def problem_file_task(self, path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+        """A bare problem file as a task: the manifest a bundle of it would have and its
+        files. Raise ``ValueError`` saying why it cannot be one."""
+        raise ValueError(f"{self.name} tasks come as bundle folders (task.toml), not single files")
 
     # -- rubrics ----------------------------------------------------------------------
 

@@ -13,6 +13,9 @@ import posixpath
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from graders import registry
 
 from .bundle import Bundle, BundleInvalid, load_bundle
 
@@ -25,8 +28,8 @@ class FileCheck:
     role: str
     expected: str
     verdict: str = ""
-    speedup: float | None = None
-    timing_mode: str | None = None
+    headline: str = ""  # the kind's main figure ("1.42x (cpu_time)" for a kernel)
+    metrics: dict[str, float | None] = field(default_factory=dict)  # the kind's, by name
     reason: str = ""
     duration_s: float = 0.0
 
@@ -60,30 +63,40 @@ def _candidates(bundle: Bundle) -> list[FileCheck]:
     ]
 
 
+def bundle_message(
+    bundle: Bundle, submission_files: dict[str, str], *, overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The grading message a worker would get for ``submission_files`` on this bundle."""
+    return {
+        "manifest": bundle.manifest,
+        "task_files": {f.path: f.text for f in bundle.files},
+        "submission_files": submission_files,
+        "overrides": dict(overrides or {}),
+    }
+
+
 def _grade_one(args: tuple[str, str, str | None]) -> FileCheck:
-    """Grade one candidate file of one bundle (runs in a worker process)."""
+    """Grade one candidate file of one bundle (runs in a worker process), through the
+    same entry point as a grading worker: the bundle's kind picks the grader."""
     folder, path, hardware = args
-    from sandboxes import get_backend
-    from sandboxes.base import Limits
-    from sandboxes.kernel import grade
-    from sandboxes.spec import GradingSpec
+    from graders.worker import grade_message
 
     bundle = load_bundle(folder)
     check = next(c for c in _candidates(bundle) if c.path == path)
-    spec = GradingSpec.from_manifest(bundle.manifest, {f.path: f.text for f in bundle.files})
     text = next(f.text for f in bundle.files if f.path == path)
-    report = grade(
-        spec,
+    message = bundle_message(
+        bundle,
         {posixpath.basename(path): text},
-        backend=get_backend("bwrap"),
-        limits=Limits(),
-        hardware=hardware,
+        overrides={"hardware": hardware} if hardware else {},
     )
-    check.verdict = report.verdict.value
-    check.speedup = report.speedup
-    check.timing_mode = report.timing_mode
-    check.reason = report.reason
-    check.duration_s = report.duration_s
+    report = grade_message(message, backend_name="bwrap")
+    kind = registry.get(bundle.kind)
+    check.verdict = str(report.get("verdict"))
+    check.headline = kind.headline(report)
+    check.metrics = kind.metrics_of(report)
+    check.reason = str(report.get("reason") or "")
+    duration = report.get("duration_s")
+    check.duration_s = float(duration) if isinstance(duration, int | float) else 0.0
     return check
 
 
@@ -114,11 +127,11 @@ def check_bundles(
 
 
 def format_table(checks: list[BundleCheck]) -> str:
-    """task | solution verdict | speedup | timing mode | each negative: verdict vs expected."""
-    rows = [("task", "solution", "speedup", "timing", "negatives (got / expected)", "ok")]
+    """task | solution verdict | the kind's figure | each negative: verdict vs expected."""
+    rows = [("task", "solution", "figure", "negatives (got / expected)", "ok")]
     for check in checks:
         if check.error:
-            rows.append((check.name, "invalid bundle", "", "", check.error.splitlines()[0], "FAIL"))
+            rows.append((check.name, "invalid bundle", "", check.error.splitlines()[0], "FAIL"))
             continue
         solution = check.solution
         negatives = ", ".join(
@@ -131,8 +144,7 @@ def format_table(checks: list[BundleCheck]) -> str:
             (
                 check.slug,
                 solution.verdict if solution else "(no solution)",
-                f"{solution.speedup:.2f}x" if solution and solution.speedup else "-",
-                (solution.timing_mode or "-") if solution else "-",
+                (solution.headline or "-") if solution else "-",
                 negatives or "(none)",
                 "ok" if check.passed else "FAIL",
             )

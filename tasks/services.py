@@ -25,6 +25,7 @@ from django.utils import timezone
 from benchwright import roles
 from benchwright.state import transition
 from graders import registry
+from graders.contract import GradingTableError
 from rubrics.models import Criterion, Rubric
 
 from .bundle import (
@@ -854,57 +855,31 @@ def task_file_from_upload(data: bytes, *, name: str = "upload") -> str:
 
 # -- grading settings ----------------------------------------------------------------------------
 
-# A KernelBench module with everything a grading check needs, used only to check the
-# [grading] table of a draft that has no reference yet.
-_PLACEHOLDER_REFERENCE = (
-    "class Model:\n    pass\n\n\ndef get_inputs():\n    return []\n\n\n"
-    "def get_init_inputs():\n    return []\n"
-)
-
 
 def grading_check(task: Task, grading: dict[str, Any]) -> None:
-    """Raise ``sandboxes.spec.SpecError`` (its ``field`` a dotted path such as
+    """Raise ``GradingTableError`` (its ``field`` a dotted path such as
     ``grading.tolerances.float16.atol``) if ``grading`` is not a valid [grading] table
-    for this draft. Problems with the draft's files are left to the bundle check."""
-    from sandboxes.spec import GradingSpec
-
+    for this draft, as the task's kind checks it. Problems with the draft's files are
+    left to the bundle check."""
     files = list(task.files.all())
-    references = [f for f in files if f.role == FileRole.REFERENCE]
-    if len(references) == 1 and references[0].path.endswith(".py"):
-        texts = {f.path: f.content for f in files}
-        entries = [{"path": f.path, "role": f.role, "visibility": f.visibility} for f in files]
-    else:
-        texts = {"reference.py": _PLACEHOLDER_REFERENCE}
-        entries = [{"path": "reference.py", "role": "reference", "visibility": "hidden"}]
     manifest = {
         "slug": task.slug,
-        "kind": Kind.KERNEL,
+        "kind": task.kind,
         "hardware": task.hardware,
         "grading": grading,
-        "files": entries,
+        "files": [{"path": f.path, "role": f.role, "visibility": f.visibility} for f in files],
     }
-    try:
-        GradingSpec.from_manifest(manifest, texts)
-    except SyntaxError:
-        return  # the reference does not parse: the bundle check reports it on that file
-    except ValueError as exc:
-        field = getattr(exc, "field", None)
-        if field is None or str(field).startswith("grading"):
-            raise
-        # Otherwise a problem of the files (the reference's source, a listed path), which
-        # the bundle check reports on the file; the table itself is fine.
+    registry.get(task.kind).check_draft_grading(manifest, {f.path: f.content for f in files})
 
 
 def task_grading_update(*, task: Task, user: User, grading: dict[str, Any]) -> Task:
-    """Replace the draft's [grading] table after checking it with GradingSpec."""
+    """Replace the draft's [grading] table after its kind has checked it."""
     _require_editor(user, task)
-    _require(task.kind == Kind.KERNEL, "grading settings belong to kernel tasks")
+    _require(registry.is_kind(task.kind), f"no grader is registered for {task.kind} tasks")
     try:
         json.dumps(grading, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        from sandboxes.spec import SpecError
-
-        raise SpecError("grading", f"cannot be stored: {exc}") from None
+        raise GradingTableError("grading", f"cannot be stored: {exc}") from None
     grading_check(task, grading)
     task.grading = grading
     task.save(update_fields=["grading", "updated_at"])

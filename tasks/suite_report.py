@@ -139,7 +139,7 @@ def _import_checked(
 ) -> tuple[ImportedBundle, Any] | None:
     """The bundle and its grading spec, with ``outcome`` saying whether it imports and
     its CPU shape sets."""
-    from sandboxes.spec import GradingSpec, SpecError
+    from graders.kernel.spec import GradingSpec, SpecError
 
     try:
         bundle = import_one(path, fmt, level, **options)
@@ -158,9 +158,9 @@ def _import_checked(
 
 
 def _grade_identity(bundle: ImportedBundle, spec: Any, path: Path, fmt: str) -> tuple[Any, float]:
+    from graders.kernel.grading import grade
     from sandboxes import get_backend
     from sandboxes.base import Limits
-    from sandboxes.kernel import grade
 
     began = time.monotonic()
     report = grade(

@@ -25,7 +25,7 @@ def test_every_catalog_bundle_validates():
     failed = [check.name for check in checks if not check.passed]
     assert failed == [], table
     cpu_speedups = [
-        check.solution.speedup
+        check.solution.metrics["speedup"]
         for check in checks
         if check.hardware == "cpu" and check.solution is not None
     ]

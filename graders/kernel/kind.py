@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from graders.contract import (
@@ -45,14 +47,40 @@ _FIELD_PREFIX = re.compile(
 )
 
 
+# A KernelBench module with everything a grading check needs, used only to check the
+# [grading] table of a draft that has no reference yet.
+_PLACEHOLDER_REFERENCE = (
+    "class Model:\n    pass\n\n\ndef get_inputs():\n    return []\n\n\n"
+    "def get_init_inputs():\n    return []\n"
+)
+
+
 def worker_hardware() -> str | None:
     """This worker's hardware class, from BENCHWRIGHT_WORKER_HARDWARE (set per GPU
     worker), else detected by the grader."""
     return os.environ.get("BENCHWRIGHT_WORKER_HARDWARE") or None
 
 
+def _timing_line(timing: Mapping[str, Any]) -> str:
+    note = "significant" if timing.get("significant") else "not significant"
+    if timing.get("scored") is False:
+        note += ", not scored"
+    interval = timing.get("speedup_ci")
+    bounds = list(interval)[:2] if isinstance(interval, list | tuple) else []
+    low, high = (
+        float(b) if isinstance(b, int | float) else math.nan for b in [*bounds, None, None][:2]
+    )
+    ref_ms = (report_number(timing, "reference", "median_s") or math.nan) * 1e3
+    sub_ms = (report_number(timing, "submission", "median_s") or math.nan) * 1e3
+    speedup = report_number(timing, "speedup") or math.nan
+    return (
+        f"{timing.get('timing_mode')} on {timing.get('shape')!r}: reference {ref_ms:.4g} ms, "
+        f"submission {sub_ms:.4g} ms, speedup {speedup:.3g}x [{low:.3g}, {high:.3g}] ({note})"
+    )
+
+
 def _internal(reason: str) -> dict[str, Any]:
-    from sandboxes.report import GradeReport
+    from graders.kernel.report import GradeReport
 
     return GradeReport(verdict=Verdict.INTERNAL_ERROR, reason=reason).to_dict()
 
@@ -86,7 +114,7 @@ class KernelKind(TaskKind):
     # -- bundles ----------------------------------------------------------------------
 
     def parse_grading(self, manifest: Mapping[str, Any], files: Mapping[str, str]) -> Any:
-        from sandboxes.spec import GradingSpec
+        from graders.kernel.spec import GradingSpec
 
         try:
             return GradingSpec.from_manifest(manifest, files)
@@ -124,12 +152,27 @@ class KernelKind(TaskKind):
     def default_grading(self) -> dict[str, Any]:
         return {"format": "kernelbench", "language": "pytorch", "trials": 5}
 
+    def check_draft_grading(self, manifest: Mapping[str, Any], files: Mapping[str, str]) -> None:
+        """A draft with no usable reference yet has its table checked against a
+        placeholder KernelBench module; one whose reference does not parse is left to
+        the bundle check, which reports it on that file."""
+        entries = [e for e in manifest.get("files") or [] if isinstance(e, Mapping)]
+        references = [e.get("path") for e in entries if e.get("role") == "reference"]
+        if len(references) != 1 or not str(references[0]).endswith(".py"):
+            placeholder = {"path": "reference.py", "role": "reference", "visibility": "hidden"}
+            manifest = {**manifest, "files": [placeholder]}
+            files = {"reference.py": _PLACEHOLDER_REFERENCE}
+        try:
+            super().check_draft_grading(manifest, files)
+        except SyntaxError:
+            return
+
     # -- grading ----------------------------------------------------------------------
 
     def grade(self, message: Mapping[str, Any], *, backend_name: str) -> dict[str, Any]:
+        from graders.kernel.spec import MIN_TRIALS, GradingSpec, SpecError
         from sandboxes import get_backend
         from sandboxes.base import Limits, SandboxError
-        from sandboxes.spec import GradingSpec, SpecError
 
         try:
             manifest = message["manifest"]
@@ -147,11 +190,20 @@ class KernelKind(TaskKind):
         except (SandboxError, ValueError) as error:
             logger.error("sandbox unavailable: %s", error)
             return _internal(f"sandbox unavailable on this worker: {error}")
-        from sandboxes.kernel import grade  # imports torch: only for a sound message
+        from graders.kernel.grading import grade  # imports torch: only for a sound message
 
+        overrides = message.get("overrides") or {}
+        trials = overrides.get("trials")
+        if trials is not None and (not isinstance(trials, int) or trials < MIN_TRIALS):
+            return _internal(f"trials must be a whole number of at least {MIN_TRIALS}")
         try:
             report = grade(
-                spec, submission_files, backend=backend, limits=Limits(), hardware=worker_hardware()
+                spec,
+                submission_files,
+                backend=backend,
+                limits=Limits(),
+                hardware=overrides.get("hardware") or worker_hardware(),
+                trials=trials,
             )
         except Exception as error:  # grade() never raises; this is the last line of defence
             logger.exception("grading raised")
@@ -185,6 +237,38 @@ class KernelKind(TaskKind):
             "submission_median_s": report_number(report, "timing", "submission", "median_s"),
             "checked_calls": report_number(report, "checked_calls"),
         }
+
+    def summary_lines(self, report: Mapping[str, Any]) -> list[str]:
+        lines = []
+        trials = report.get("correctness")
+        if isinstance(trials, list) and trials:
+            passed = sum(bool(isinstance(t, Mapping) and t.get("ok")) for t in trials)
+            lines.append(
+                f"correctness: {passed}/{len(trials)} trials passed, "
+                f"{report.get('checked_calls')} calls checked"
+            )
+        timing = report.get("timing")
+        if isinstance(timing, Mapping):
+            lines.append(f"timing:      {_timing_line(timing)}")
+        hw = report.get("hardware")
+        if isinstance(hw, Mapping) and hw:
+            lines.append(
+                f"hardware:    {hw.get('name')} ({hw.get('cpu_model')}), torch {hw.get('torch')}, "
+                f"triton {hw.get('triton')}, sandbox {hw.get('sandbox')}, "
+                f"harness {report.get('harness_version')}"
+            )
+        return lines
+
+    def headline(self, report: Mapping[str, Any]) -> str:
+        speedup = report_number(report, "speedup")
+        if speedup is None:
+            return ""
+        return f"{speedup:.2f}x ({report.get('timing_mode') or 'untimed'})"
+
+    def problem_file_task(self, path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+        from graders.kernel.spec import problem_file_task
+
+        return problem_file_task(path)
 
     # -- rubrics ----------------------------------------------------------------------
 

@@ -159,10 +159,10 @@ def ref_kernel(data):
 @pytest.fixture(scope="module")
 def task_error_report(tmp_path_factory):
     """A real grading against a reference whose input generator raises."""
+    from graders.kernel.grading import grade
+    from graders.kernel.spec import GradingSpec
     from sandboxes import get_backend
     from sandboxes.base import Limits
-    from sandboxes.kernel import grade
-    from sandboxes.spec import GradingSpec
 
     path = tmp_path_factory.mktemp("broken") / "reference.py"
     path.write_text(BROKEN_REFERENCE)

@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 
 from benchwright import roles
 from graders import registry
+from graders.contract import GradingTableError
 from rubrics.models import Criterion, Rubric
-from sandboxes.spec import SpecError
 from tasks import services
 from tasks.bundle import MAX_FILE_BYTES, BundleInvalid
 from tasks.models import (
@@ -317,7 +317,7 @@ GRADING = {"format": "kernelbench", "language": "pytorch", "trials": 5}
 )
 def test_grading_errors_name_the_field(author, change, field):
     task = factories.make_task(author)
-    with pytest.raises(SpecError) as caught:
+    with pytest.raises(GradingTableError) as caught:
         services.task_grading_update(task=task, user=author, grading={**GRADING, **change})
     assert caught.value.field == field
     task.refresh_from_db()
@@ -326,7 +326,7 @@ def test_grading_errors_name_the_field(author, change, field):
 
 def test_grading_is_checked_even_before_the_draft_has_a_reference(author):
     task = new_task(author)
-    with pytest.raises(SpecError):
+    with pytest.raises(GradingTableError):
         services.task_grading_update(task=task, user=author, grading={**GRADING, "trials": 1})
     grading = {**GRADING, "shapes": [{"name": "tiny", "dim": 8}], "timing": {"max_batches": 5}}
     services.task_grading_update(task=task, user=author, grading=grading)

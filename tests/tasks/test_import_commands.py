@@ -63,10 +63,10 @@ def test_a_folder_without_problems_is_a_clear_error(tmp_path):
 
 @pytest.mark.slow
 def test_an_imported_task_grades_on_its_cpu_shape_set(tmp_path):
+    from graders.kernel.grading import grade
+    from graders.kernel.spec import GradingSpec
     from sandboxes import get_backend
     from sandboxes.base import Limits
-    from sandboxes.kernel import grade
-    from sandboxes.spec import GradingSpec
 
     call_command(
         "import_kernelbench",
@@ -92,10 +92,10 @@ def test_an_imported_task_grades_on_its_cpu_shape_set(tmp_path):
 def test_a_level_2_problem_with_derived_globals_grades_its_own_reference(tmp_path):
     """``bias_shape = (out_channels, 1, 1)`` must follow the scaled-down
     ``out_channels``: the reference itself, as the solution, is accepted."""
+    from graders.kernel.grading import grade
+    from graders.kernel.spec import GradingSpec
     from sandboxes import get_backend
     from sandboxes.base import Limits
-    from sandboxes.kernel import grade
-    from sandboxes.spec import GradingSpec
 
     problem = FIXTURES / "kernelbench" / "level2" / "21_Conv2d_BiasAdd_Scale_Sigmoid.py"
     call_command(
@@ -120,10 +120,10 @@ def test_a_gpumode_problem_with_shared_modules_grades_the_suites_own_submission(
     """The reference imports ``task`` and the suite's ``utils`` and makes its inputs on
     ``'cuda'``: imported, it runs on this CPU host, and the problem's own example
     submission (which imports ``task`` too) is accepted."""
+    from graders.kernel.grading import grade
+    from graders.kernel.spec import GradingSpec
     from sandboxes import get_backend
     from sandboxes.base import Limits
-    from sandboxes.kernel import grade
-    from sandboxes.spec import GradingSpec
 
     problem = FIXTURES / "gpumode" / "luma_py"
     call_command("import_gpumode", str(problem), "--out", str(tmp_path), "--no-import")
@@ -220,7 +220,7 @@ def test_fitting_shrinks_less_where_the_reference_fails_and_gives_up_on_a_cuda_o
 def test_relax_writes_larger_cpu_sizes_for_timing(tmp_path):
     """``--relax N`` shrinks the CPU shape set 2**N times less (calls long enough to
     time on a CPU host); the target-hardware sizes stay as published."""
-    from sandboxes.spec import GradingSpec
+    from graders.kernel.spec import GradingSpec
 
     problem = FIXTURES / "kernelbench" / "level2" / "21_Conv2d_BiasAdd_Scale_Sigmoid.py"
     specs = {}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes.harness.runner import Problem, import_file, reevaluate
+from graders.kernel.harness.runner import Problem, import_file, reevaluate
 from tasks.importers import (
     CPU_ELEMENT_BUDGET,
     ProblemFormatError,

@@ -1,9 +1,10 @@
-"""``manage.py grade REFERENCE SUBMISSION``: grade a kernel submission in the sandbox.
+"""``manage.py grade TASK SUBMISSION``: grade a submission in the sandbox.
 
-No database is touched. REFERENCE is a bundle folder or a bare KernelBench /
-GPU MODE problem file; SUBMISSION a solution file or a folder of files. A
-report is always printed (one JSON object with ``--json``); the exit status
-is 0 when the submission is accepted and 1 otherwise.
+No database is touched. TASK is a bundle folder of any registered kind, or a
+bare problem file of a kind that takes them (``--kind``, default kernel: a
+KernelBench or GPU MODE problem); SUBMISSION a file or a folder of files. A
+report is always printed (one JSON object with ``--json``); the exit status is
+0 when the submission is accepted and 1 otherwise.
 """
 
 from __future__ import annotations
@@ -13,18 +14,25 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from sandboxes.kernel_cli import exit_code, grade_paths, render
+from graders import registry
+from graders.files import exit_code, grade_paths, render, task_kind
 
 
 class Command(BaseCommand):
-    help = "Grade a kernel submission against a reference inside the sandbox and print a report."
+    help = "Grade a submission against a task inside the sandbox and print a report."
     requires_system_checks: list[str] = []
     requires_migrations_checks = False
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("reference", help="a task bundle folder or a bare problem file")
+        parser.add_argument("task", help="a task bundle folder or a bare problem file")
         parser.add_argument("submission", help="the solution file, or a folder of files")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument(
+            "--kind",
+            default="kernel",
+            choices=registry.kinds(),
+            help="the kind of a bare problem file (a bundle names its own)",
+        )
         parser.add_argument(
             "--trials", type=int, default=None, help="correctness trials per shape (>= 5)"
         )
@@ -33,13 +41,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        report = grade_paths(
-            options["reference"],
-            options["submission"],
-            trials=options["trials"],
-            hardware=options["hardware"],
-        )
-        self.stdout.write(render(report, as_json=options["json"]))
+        overrides = {
+            key: options[key] for key in ("trials", "hardware") if options[key] is not None
+        }
+        kind = task_kind(options["task"], default=options["kind"])
+        report = grade_paths(options["task"], options["submission"], kind=kind, overrides=overrides)
+        self.stdout.write(render(report, kind=kind, as_json=options["json"]))
         self.stdout.flush()
         code = exit_code(report)
         if code:

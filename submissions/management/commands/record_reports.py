@@ -12,7 +12,6 @@ Run it again whenever the report format changes; ``tests/recorded.py`` loads the
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -119,19 +118,19 @@ def submission_files(task_dir: Path, source: str) -> dict[str, str]:
 
 
 def record(case: Case) -> dict[str, Any]:
-    from sandboxes import get_backend
-    from sandboxes.base import Limits
-    from sandboxes.kernel import grade
-    from sandboxes.spec import GradingSpec
+    """Grade one case the way a worker would, through the grading entry point."""
+    from graders.files import read_bundle
+    from graders.worker import grade_message
 
     task_dir = CATALOG / case.task
-    spec = GradingSpec.from_bundle_dir(task_dir)
+    manifest, task_files = read_bundle(task_dir)
     if case.reference_tail:
-        broken = spec.files[spec.reference_path] + case.reference_tail
-        spec = dataclasses.replace(spec, files={**spec.files, spec.reference_path: broken})
+        reference = next(f["path"] for f in manifest["files"] if f.get("role") == "reference")
+        task_files[reference] += case.reference_tail
     files = submission_files(task_dir, case.source)
-    report = grade(spec, files, backend=get_backend("bwrap"), limits=Limits())
-    return {"task": spec.slug, "source": case.source, "files": files, "report": report.to_dict()}
+    message = {"manifest": manifest, "task_files": task_files, "submission_files": files}
+    report = grade_message(message, backend_name="bwrap")
+    return {"task": manifest.get("slug"), "source": case.source, "files": files, "report": report}
 
 
 class Command(BaseCommand):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import InvalidLimits, Limits
+from sandboxes.base import InvalidLimits, Limits
 
 FORMATS = ("kernelbench", "gpumode")
 LANGUAGES = ("triton", "cuda", "cpp", "pytorch")
@@ -158,35 +158,8 @@ class GradingSpec:
 
     @classmethod
     def from_problem_file(cls, path: str | Path, *, language: str = "pytorch") -> GradingSpec:
-        """A bare KernelBench or GPU MODE problem file, with default shapes and tolerances.
-
-        Sibling modules the problem imports (GPU MODE's ``task.py``, ``utils.py``)
-        come along to the reference process; ``task.py`` also goes beside the
-        solution, which may import its type names.
-        """
-        source_path = Path(path)
-        try:
-            source = source_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SpecError("reference", f"cannot read {source_path}: {exc}") from exc
-        problem_format = detect_format(source)
-        files = {source_path.name: source}
-        shared: dict[str, str] = {}
-        for module in _imported_names(source):
-            sibling = source_path.with_name(f"{module}.py")
-            if sibling.is_file() and sibling != source_path:
-                files[sibling.name] = sibling.read_text(encoding="utf-8")
-                if module == "task":
-                    shared[sibling.name] = files[sibling.name]
-        return cls(
-            format=problem_format,
-            language=_choice("grading.language", language, LANGUAGES),
-            reference_path=source_path.name,
-            files=files,
-            shared_files=shared,
-            shapes=[_default_shape(problem_format, source)],
-            slug=source_path.stem,
-        )
+        """A bare KernelBench or GPU MODE problem file (see ``problem_file_task``)."""
+        return cls.from_manifest(*problem_file_task(path, language=language))
 
     # -- queries --------------------------------------------------------------
 
@@ -244,6 +217,39 @@ def _top_level_names(source: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom | ast.Import):
             names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
     return names
+
+
+def problem_file_task(
+    path: str | Path, *, language: str = "pytorch"
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A bare KernelBench or GPU MODE problem file as a task: the manifest a bundle
+    of it would have (default shapes and tolerances) and its files.
+
+    Sibling modules the problem imports (GPU MODE's ``task.py``, ``utils.py``)
+    come along to the reference process; ``task.py`` also goes beside the
+    solution, which may import its type names.
+    """
+    source_path = Path(path)
+    try:
+        source = source_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError("reference", f"cannot read {source_path}: {exc}") from exc
+    files = {source_path.name: source}
+    entries = [{"path": source_path.name, "role": "reference", "visibility": "hidden"}]
+    for module in _imported_names(source):
+        sibling = source_path.with_name(f"{module}.py")
+        if sibling.is_file() and sibling != source_path:
+            files[sibling.name] = sibling.read_text(encoding="utf-8")
+            visibility = "prompt" if module == "task" else "hidden"
+            entries.append({"path": sibling.name, "role": "other", "visibility": visibility})
+    manifest = {
+        "slug": source_path.stem,
+        "kind": "kernel",
+        "hardware": "cpu",
+        "files": entries,
+        "grading": {"format": detect_format(source), "language": language},
+    }
+    return manifest, files
 
 
 def detect_format(source: str) -> str:

@@ -10,7 +10,7 @@ work, so neither's timing is disturbed by work the other does not do. The
 submission process never sees the seeds, the reference source or its
 outputs. Every sandbox is frozen whenever it is not its turn.
 
-Each call goes the same way on both sides (``kernel_batch``): this process
+Each call goes the same way on both sides (``batch``): this process
 writes the call's inputs into the side's arena, the harness runs the call and
 says where its output is, and this process reads the output out of the
 harness's memory and the guard bands and inputs back out of the arena, before
@@ -19,7 +19,7 @@ calls alike, is compared here with the reference's for the same inputs. The
 verdict is decided only here, from what this process measured and read;
 whatever the submission's process reports can only make its verdict worse.
 
-Timing (``kernel_timing``): warm-up, then pairs of batches, the figure of a
+Timing (``timing``): warm-up, then pairs of batches, the figure of a
 batch being the CPU time the kernel counted for the whole sandbox while it
 ran (``cpu_time``; ``wall`` where a task gives a process several threads,
 ``cuda_events`` on GPU hosts, ``interpreter`` for Triton on a CPU host, which
@@ -44,10 +44,13 @@ from typing import Any
 
 import torch
 
-from . import hardware as host_hardware
-from . import procstat
-from .base import GiB, Limits, MiB, RunRequest, RunResult, Sandbox, SandboxError
-from .cgroups import FreezeTimeout
+from sandboxes import hardware as host_hardware
+from sandboxes import procstat
+from sandboxes.base import GiB, Limits, MiB, RunRequest, RunResult, Sandbox, SandboxError
+from sandboxes.cgroups import FreezeTimeout
+
+from .batch import OTHER_THREADS_SLACK_S, Batch, BatchStop, Call, run_batch
+from .compare import Comparison, compare_outputs
 from .harness.protocol import (
     HARNESS_VERSION,
     MAX_HEADER_BYTES,
@@ -55,11 +58,10 @@ from .harness.protocol import (
     is_number,
     pack_tree,
 )
-from .kernel_batch import OTHER_THREADS_SLACK_S, Batch, BatchStop, Call, run_batch
-from .kernel_compare import Comparison, compare_outputs
-from .kernel_inputs import Placed, place
-from .kernel_outputs import overlaps
-from .kernel_rules import (
+from .inputs import Placed, place
+from .outputs import overlaps
+from .report import GradeReport, TimingResult, TrialResult, Verdict
+from .rules import (
     NEEDS_CUDA_ERRORS,
     Pair,
     Stop,
@@ -71,10 +73,9 @@ from .kernel_rules import (
     uses_cuda_source,
     uses_triton,
 )
-from .kernel_side import Side, SideFailure, clean_text
-from .kernel_timing import BATCH_MEMORY_BYTES, Timing
-from .report import GradeReport, TimingResult, TrialResult, Verdict
+from .side import Side, SideFailure, clean_text
 from .spec import MIN_TRIALS, GradingSpec, ShapeSet
+from .timing import BATCH_MEMORY_BYTES, Timing
 
 logger = logging.getLogger(__name__)
 

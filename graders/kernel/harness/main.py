@@ -1,6 +1,6 @@
 """The harness process: serves the trusted grader's commands over fds 3 and 4.
 
-Started inside the sandbox (see ``sandboxes.kernel`` for the command line).
+Started inside the sandbox (see ``graders.kernel.grading`` for the command line).
 It imports torch, captures the functions it relies on, reports ``hello``,
 and only then, on ``load``, imports the problem module: the reference in one
 sandbox, the submission in another. Commands (``op``): load, setup, generate
@@ -177,7 +177,7 @@ class Harness:
         decoding the command, the checks, describing the output, and (as it comes after
         this report) building, encoding and writing the previous reply. On the
         reference's side it bounds what a submission could save by replacing this loop
-        with a leaner one (see ``sandboxes.kernel_timing``)."""
+        with a leaner one (see ``graders.kernel.timing``)."""
         now = _thread_time()
         spent = max(0.0, now - self.began - call_cpu) + self.unreported
         self.reported_at, self.unreported = now, 0.0

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from sandboxes.procstat import MemoryReadError, ProcessGone, read_memory
+
 from .harness.protocol import (
     ProtocolError,
     TreeWalker,
@@ -26,7 +28,6 @@ from .harness.protocol import (
     is_count,
     tensor_nbytes,
 )
-from .procstat import MemoryReadError, ProcessGone, read_memory
 
 _memcmp = ctypes.CDLL(None).memcmp
 _memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]

@@ -2,7 +2,7 @@
 interleaved pairs of batches, the paired statistics, and the cross-checks of
 the harness's clock against the grader's.
 
-The figure of a batch is decided by the grader alone (see ``kernel_batch``):
+The figure of a batch is decided by the grader alone (see ``batch``):
 
 - ``cpu_time`` (CPU hosts, one thread per process): the CPU time the kernel
   counted for the whole sandbox between the freezes around the batch, over
@@ -42,14 +42,15 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import timing as stats
-from .kernel_batch import Batch
-from .kernel_rules import Pair
+from graders import stats
+
+from .batch import Batch
 from .report import TimingResult, TimingStats
+from .rules import Pair
 from .spec import ShapeSet
 
 if TYPE_CHECKING:
-    from .kernel import _Grading
+    from .grading import _Grading
 
 BATCH_CPU_S = 0.02  # the reference's work in one batch
 MAX_CALLS_PER_BATCH = 200

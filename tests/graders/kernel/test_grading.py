@@ -16,16 +16,16 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from graders.files import grade_paths, render
+from graders.kernel.grading import classify_error, grade, limit_verdict
+from graders.kernel.harness.protocol import HARNESS_VERSION
 from graders.kernel.kind import KernelKind
+from graders.kernel.report import GradeReport, Verdict
+from graders.kernel.spec import GradingSpec, ShapeSet, TimingSettings
+from graders.kernel.timing import LEAN_LOOP_FACTOR
 from sandboxes import get_backend, hardware
 from sandboxes.base import Limits, RunResult, Sandbox
 from sandboxes.bwrap import BwrapSandbox
-from sandboxes.harness.protocol import HARNESS_VERSION
-from sandboxes.kernel import classify_error, grade, limit_verdict
-from sandboxes.kernel_cli import grade_paths, render
-from sandboxes.kernel_timing import LEAN_LOOP_FACTOR
-from sandboxes.report import GradeReport, Verdict
-from sandboxes.spec import GradingSpec, ShapeSet, TimingSettings
 from sandboxes.unsandboxed import Unsandboxed
 
 EXPLOITS = Path(__file__).parent / "exploits"
@@ -208,9 +208,9 @@ def test_reference_weights_over_the_cap_are_a_task_error(
 ) -> None:
     """A reference whose weights at a shape set are more than a grading holds (a wide
     MLP left at its GPU sizes) is the task's problem, not an internal error."""
-    import sandboxes.kernel
+    import graders.kernel.grading
 
-    monkeypatch.setattr(sandboxes.kernel, "MAX_STATE_BYTES", 2048)  # 32x32 floats: 4 KiB
+    monkeypatch.setattr(graders.kernel.grading, "MAX_STATE_BYTES", 2048)  # 32x32 floats: 4 KiB
     spec = bare_spec(tmp_path, "linear.py", LINEAR_REFERENCE)
     report = grade(spec, {"solution.py": SOLUTION_LINEAR}, backend=backend, limits=Limits())
     assert report.verdict == Verdict.TASK_ERROR, report.reason
@@ -224,9 +224,9 @@ def test_an_output_larger_than_the_batch_budget_is_not_too_large_for_its_own_ref
     """A correctness call whose reference output alone is more than the budget for a
     batch's outputs (a transposed convolution at CPU sizes made for timing): the same
     output from the submission is no "far larger" output."""
-    import sandboxes.kernel
+    import graders.kernel.grading
 
-    monkeypatch.setattr(sandboxes.kernel, "BATCH_MEMORY_BYTES", 1024)  # the output: 4 KiB
+    monkeypatch.setattr(graders.kernel.grading, "BATCH_MEMORY_BYTES", 1024)  # the output: 4 KiB
     spec = bare_spec(tmp_path, "linear.py", LINEAR_REFERENCE)
     report = grade(spec, {"solution.py": SOLUTION_LINEAR}, backend=backend, limits=Limits())
     assert report.verdict == Verdict.ACCEPTED, report.reason
@@ -479,7 +479,7 @@ def test_no_path_of_this_host_reaches_a_client(backend: Sandbox, add_relu: Gradi
     assert "<python>/" in report.logs["stderr"]
     text = json.dumps(public(report))
     assert sys.prefix not in text and sys.base_prefix not in text
-    assert str(Path(__file__).resolve().parents[2]) not in text
+    assert str(Path(__file__).resolve().parents[3]) not in text
     assert "executable" not in report.hardware
 
 
@@ -493,14 +493,15 @@ def test_hardware_detection_describes_this_host() -> None:
 
 def test_grade_paths_reports_unusable_inputs_without_grading(tmp_path: Path) -> None:
     report = grade_paths(tmp_path / "missing.py", EXPLOITS / "honest_pytorch.py")
-    assert (
-        report.verdict == Verdict.INTERNAL_ERROR and "the reference cannot be used" in report.reason
-    )
+    assert report["verdict"] == "internal_error" and "the task cannot be used" in report["reason"]
+    (tmp_path / "bundle").mkdir()
+    report = grade_paths(tmp_path / "bundle", EXPLOITS / "honest_pytorch.py")
+    assert report["verdict"] == "internal_error" and "task.toml: not found" in report["reason"]
     report = grade_paths(ADD_RELU, tmp_path / "missing.py")
     assert (
-        report.verdict == Verdict.RUNTIME_ERROR and "the submission cannot be read" in report.reason
+        report["verdict"] == "runtime_error" and "the submission cannot be read" in report["reason"]
     )
-    assert json.loads(render(report, as_json=True))["verdict"] == "runtime_error"
+    assert json.loads(render(report, kind="kernel", as_json=True))["verdict"] == "runtime_error"
 
 
 def test_grade_command_prints_one_json_object() -> None:

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from sandboxes.base import Limits
-from sandboxes.spec import (
+from graders.kernel.spec import (
     DEFAULT_TOLERANCES,
     GradingSpec,
     ShapeSet,
@@ -17,6 +16,7 @@ from sandboxes.spec import (
     Tolerance,
     detect_format,
 )
+from sandboxes.base import Limits
 
 EXPLOITS = Path(__file__).parent / "exploits"
 

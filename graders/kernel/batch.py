@@ -26,14 +26,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import procstat
-from .arena import ArenaError
-from .base import SandboxError
-from .cgroups import FreezeTimeout
+from sandboxes import procstat
+from sandboxes.arena import ArenaError
+from sandboxes.base import SandboxError
+from sandboxes.cgroups import FreezeTimeout
+
 from .harness.protocol import ProtocolError, is_number
-from .kernel_inputs import Placed
-from .kernel_outputs import OutputInfo, OutputTooLarge, OutputUnusable
-from .kernel_side import Side, SideFailure, clean_text
+from .inputs import Placed
+from .outputs import OutputInfo, OutputTooLarge, OutputUnusable
+from .side import Side, SideFailure, clean_text
 
 # Run time of threads other than the harness's main thread, per batch, that is
 # still "nothing": the kernel's accounting of a thread woken for a signal.

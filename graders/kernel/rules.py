@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from .base import MiB, RunResult
-from .kernel_batch import Batch
-from .kernel_compare import Comparison
-from .kernel_inputs import Placed
+from sandboxes.base import MiB, RunResult
+
+from .batch import Batch
+from .compare import Comparison
+from .inputs import Placed
 from .report import Verdict
 
 MAX_SUBMISSION_FILES = 64

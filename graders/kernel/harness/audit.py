@@ -6,7 +6,7 @@ defeat them; they are a first line only, there to name what was tried. What
 decides a verdict is checked outside: every output is read and compared by
 the grader before the next call's inputs exist, and the time of a batch is
 the CPU time the kernel counted for the whole sandbox while it was not frozen
-(see ``sandboxes.kernel``).
+(see ``graders.kernel.grading``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .arena import Arena
+from sandboxes.arena import Arena
+
 from .harness.protocol import (
     ALIGN,
     ITEM_SIZES,

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import torch
 
-from sandboxes.harness.protocol import (
+from graders.kernel.compare import Comparison, compare_outputs
+from graders.kernel.harness.protocol import (
     MAX_TREE_DEPTH,
     ProtocolError,
     decode_frame,
@@ -28,8 +29,7 @@ from sandboxes.harness.protocol import (
     pack_tree,
     unpack_tree,
 )
-from sandboxes.kernel_compare import Comparison, compare_outputs
-from sandboxes.spec import Tolerance
+from graders.kernel.spec import Tolerance
 
 
 def round_trip(value: Any) -> Any:

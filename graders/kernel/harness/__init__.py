@@ -1,7 +1,7 @@
 """The kernel harness: the code that runs inside the sandbox.
 
 One harness process serves one side of a grading, the reference or the
-submission, and is driven by the trusted grader (``sandboxes.kernel``) over
+submission, and is driven by the trusted grader (``graders.kernel.grading``) over
 the channel pipes: commands on fd 3, replies on fd 4, framed by
 ``protocol``. The grader binds this folder read-only at
 ``/opt/benchwright/harness`` and starts it with ``python -I -B -c``; its

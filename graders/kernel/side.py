@@ -23,12 +23,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import procstat
-from .base import RunRequest, RunResult, Sandbox, SandboxError, SandboxProcess
+from sandboxes import procstat
+from sandboxes.base import RunRequest, RunResult, Sandbox, SandboxError, SandboxProcess
+from sandboxes.procstat import ProcessGone
+
 from .harness.protocol import ProtocolError, decode_frame, encode_frame, frame_length
-from .kernel_inputs import ArenaInputs
-from .kernel_outputs import OutputInfo, changed_since_read, read_output
-from .procstat import ProcessGone
+from .inputs import ArenaInputs
+from .outputs import OutputInfo, changed_since_read, read_output
 
 MiB = 1024 * 1024
 DEFAULT_REPLY_CAP = 64 * MiB

@@ -1,6 +1,6 @@
 """Comparing a submission's output with the reference's, in the trusted process.
 
-Both outputs arrive as the harness's descriptions (``kernel_outputs``) plus
+Both outputs arrive as the harness's descriptions (``outputs``) plus
 the values the grader read out of each process. An output passes when it has
 the reference's structure, nothing in it is opaque (a tensor or container
 subclass, a foreign object), every tensor has the reference's dtype, shape
@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .kernel_side import clean_text
+from .side import clean_text
 from .spec import Tolerance
 
 PLAIN = {"tensor": "torch.Tensor", "sequence": "tuple or list", "dict": "dict"}
