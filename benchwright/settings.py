@@ -237,7 +237,7 @@ SPECTACULAR_SETTINGS = {
         "SubmissionStatusEnum": "submissions.models.SubmissionStatus.choices",
         "DeliveryStatusEnum": "webhooks.models.DeliveryStatus.choices",
         "WebhookEventEnum": "webhooks.models.Event.choices",
-        "TaskKindEnum": "tasks.models.Kind.choices",
+        "TaskKindEnum": "tasks.models.kind_choices",
     },
 }
 # Requests per token (or user; per address when anonymous); "N/s", "N/m", "N/h" or "N/d".

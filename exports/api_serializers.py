@@ -11,7 +11,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.fields import StrictCharField, StrictSlugField
-from tasks.models import Difficulty, Hardware, Kind
+from tasks.api_serializers import KindField
+from tasks.models import Difficulty, Hardware
 
 from .models import DefinitionVersion, ExportDefinition, ExportFormat, Snapshot, SnapshotStatus
 from .spec import MAX_LIST, MAX_SEED, REVIEW_DECISIONS, VERDICTS
@@ -34,7 +35,7 @@ def _ratio(**kwargs: Any) -> serializers.FloatField:
 
 
 class FiltersSerializer(serializers.Serializer[Any]):
-    kinds = _choices(Kind.choices)
+    kinds = serializers.ListField(child=KindField(), required=False, max_length=MAX_LIST)
     tags = _strings()
     difficulties = _choices(Difficulty.choices)
     hardware = _choices(Hardware.choices)

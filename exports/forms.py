@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from tasks.models import Difficulty, Hardware, Kind
+from tasks.models import Difficulty, Hardware, kind_choices
 
 from .models import DefinitionVersion, ExportFormat
 from .spec import (
@@ -34,7 +34,7 @@ class DefinitionForm(forms.Form):
     title = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     format = forms.ChoiceField(choices=ExportFormat.choices)
-    kinds = _multiple(Kind.choices, "Task kinds")
+    kinds = _multiple(kind_choices, "Task kinds")
     difficulties = _multiple(Difficulty.choices, "Difficulties")
     hardware = _multiple(Hardware.choices, "Target hardware")
     verdicts = _multiple([(v, v.replace("_", " ")) for v in VERDICTS], "Verdicts")

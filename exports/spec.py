@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from graders import registry
 from graders.verdicts import SUBMISSION_VERDICTS
 from reviews.models import OutcomeDecision
-from tasks.models import Difficulty, Hardware, Kind
+from tasks.models import Difficulty, Hardware
 
 from .models import ExportFormat
 
@@ -81,8 +82,8 @@ class Filters:
         return out
 
 
-LIST_FILTERS: dict[str, tuple[str, ...] | None] = {
-    "kinds": tuple(Kind.values),
+LIST_FILTERS: dict[str, tuple[str, ...] | Callable[[], tuple[str, ...]] | None] = {
+    "kinds": registry.kinds,  # read at each check: kinds may be registered later
     "tags": None,
     "difficulties": tuple(Difficulty.values),
     "hardware": tuple(Hardware.values),
@@ -233,6 +234,8 @@ def _list(name: str, value: Any) -> tuple[Any, ...]:
     if len(value) > MAX_LIST:
         raise ValueError(f"At most {MAX_LIST} values.")
     choices = LIST_FILTERS[name]
+    if callable(choices):
+        choices = choices()
     if name == "task_versions":
         if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
             raise TypeError("Must be task version ids (positive whole numbers).")

@@ -15,7 +15,7 @@ from graders import registry
 from graders.contract import GradingTableError
 from graders.kernel.spec import DEFAULT_TOLERANCES, FORMATS, LANGUAGES
 from graders.verdicts import NOT_THE_SUBMISSIONS, Verdict
-from tasks.models import Difficulty, FileRole, Hardware, Kind, ReviewDecision, Visibility
+from tasks.models import Difficulty, FileRole, Hardware, ReviewDecision, Visibility, kind_choices
 
 # Output dtypes offered in the tolerance table; others stay editable in task.toml.
 TOLERANCE_DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -63,7 +63,7 @@ class TagsField(forms.CharField):
 
 class TaskMetadataForm(forms.Form):
     title = forms.CharField(max_length=200)
-    kind = forms.ChoiceField(choices=Kind.choices)
+    kind = forms.ChoiceField(choices=kind_choices)
     difficulty = forms.ChoiceField(choices=Difficulty.choices)
     hardware = forms.ChoiceField(choices=Hardware.choices, label="Target hardware")
     tags = TagsField(

@@ -8,7 +8,7 @@ from django import forms
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from tasks.models import Hardware, Kind, Task, TaskStatus
+from tasks.models import Hardware, Task, TaskStatus, kind_choices
 
 
 def _with_any(choices: Iterable[tuple[str, str]], label: str) -> list[tuple[str, str]]:
@@ -25,7 +25,7 @@ class TaskFilterForm(forms.Form):
         label="Search",
         widget=forms.SearchInput(attrs={"placeholder": "Slug or title"}),
     )
-    kind = forms.ChoiceField(required=False, choices=_with_any(Kind.choices, "Any kind"))
+    kind = forms.ChoiceField(required=False, choices=lambda: _with_any(kind_choices(), "Any kind"))
     status = forms.ChoiceField(required=False, choices=_with_any(TaskStatus.choices, "Any status"))
     hardware = forms.ChoiceField(
         required=False, choices=_with_any(Hardware.choices, "Any hardware")

@@ -13,7 +13,6 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 
 from tasks import services as task_services
 from tasks.models import (
-    Kind,
     ReviewDecision,
     Task,
     TaskReview,
@@ -23,6 +22,7 @@ from tasks.models import (
     ValidationRun,
     ValidationStatus,
     Visibility,
+    kind_choices,
 )
 from tasks.selectors import can_see_hidden_files, files_for_user
 
@@ -248,6 +248,10 @@ def dashboard(tasks: QuerySet[Task]) -> dict[str, Any]:
         }
     )
     statuses = list(TaskStatus)
+    # Every registered kind, and any kind a stored task has that no grader is
+    # registered for any more (shown by name, not dropped).
+    kinds = kind_choices()
+    kinds += [(k, k) for k in sorted({k for k, _ in counts} - {k for k, _ in kinds})]
     failing = failing_validation(tasks)
     return {
         "total": sum(counts.values()),
@@ -257,12 +261,12 @@ def dashboard(tasks: QuerySet[Task]) -> dict[str, Any]:
         "chart": {
             "type": "bar",
             "stacked": True,
-            "labels": [k.label for k in Kind],
+            "labels": [label for _, label in kinds],
             "series": [
                 {
                     "label": s.label,
                     "key": s.value,
-                    "values": [counts[(k.value, s.value)] for k in Kind],
+                    "values": [counts[(k, s.value)] for k, _ in kinds],
                 }
                 for s in statuses
             ],

@@ -7,13 +7,21 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .models import Difficulty, Hardware, Kind, Task, TaskFile, TaskVersion
+from .models import Difficulty, Hardware, Task, TaskFile, TaskVersion, kind_choices
+
+
+class KindField(serializers.ChoiceField):
+    """A task kind: one of the registered kinds, read when the serializer is built (DRF
+    builds a serializer's fields anew for each instance)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=kind_choices(), **kwargs)
 
 
 class TaskSummarySerializer(serializers.Serializer[Task]):
     slug = serializers.SlugField()
     title = serializers.CharField()
-    kind = serializers.ChoiceField(choices=Kind.choices)
+    kind = KindField()
     difficulty = serializers.ChoiceField(choices=Difficulty.choices)
     tags = serializers.ListField(child=serializers.CharField())
     hardware = serializers.ChoiceField(choices=Hardware.choices)
@@ -136,7 +144,7 @@ def public_grading(version: TaskVersion) -> dict[str, Any]:
 
 
 class TaskFilterSerializer(serializers.Serializer[Any]):
-    kind = serializers.ChoiceField(choices=Kind.choices, required=False)
+    kind = KindField(required=False)
     difficulty = serializers.ChoiceField(choices=Difficulty.choices, required=False)
     hardware = serializers.ChoiceField(choices=Hardware.choices, required=False)
     tags = serializers.RegexField(

@@ -38,7 +38,6 @@ SLUG_RE = re.compile(r"[a-z0-9-]{3,80}")
 # Stable criterion ids; a dot is allowed so tiers read naturally ("speedup-1.5x").
 CRITERION_ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,59}")
 
-KINDS = ("kernel", "profiling", "debugging", "serving")
 DIFFICULTIES = ("easy", "medium", "hard")
 HARDWARE = ("cpu", "h100", "h200", "b200", "mi300x", "a100", "l40s")
 VISIBILITIES = ("prompt", "hidden")
@@ -250,9 +249,11 @@ def load_bundle(folder: str | os.PathLike[str]) -> Bundle:
     return _parse(files, problems)
 
 
-def parse_bundle(files: Mapping[str, bytes], *, name: str) -> Bundle:
-    """Check a bundle given as its files (relative path -> bytes, task.toml included)."""
-    return _parse(dict(files), _Problems(name))
+def parse_bundle(files: Mapping[str, bytes], *, name: str, grading: bool = True) -> Bundle:
+    """Check a bundle given as its files (relative path -> bytes, task.toml included).
+    ``grading=False`` leaves out the kind's check of the ``[grading]`` table (for
+    checking a draft's metadata, files or rubric alone)."""
+    return _parse(dict(files), _Problems(name), grading=grading)
 
 
 def path_problem(path: str) -> str | None:
@@ -318,7 +319,7 @@ def _read_tree(root: Path, problems: _Problems) -> dict[str, bytes] | None:
 # --- checking ----------------------------------------------------------------------------------
 
 
-def _parse(files: dict[str, bytes], problems: _Problems) -> Bundle:
+def _parse(files: dict[str, bytes], problems: _Problems, *, grading: bool = True) -> Bundle:
     text, manifest = _read_manifest(files.get(MANIFEST), problems)
     if manifest is None:
         raise BundleInvalid(problems.errors)
@@ -327,9 +328,12 @@ def _parse(files: dict[str, bytes], problems: _Problems) -> Bundle:
     meta = _check_metadata(manifest, problems)
     listed = _check_files(manifest, files, problems)
     statement = _check_statement(manifest, listed, problems)
-    _check_roles(manifest, meta.get("kind"), problems)
     criteria = _check_rubric(manifest, problems)
-    grading = _check_grading(manifest, meta.get("kind"), listed, problems)
+    table = (
+        _check_grading(manifest, meta.get("kind"), listed, problems)
+        if grading
+        else _as_table(manifest.get("grading"))
+    )
     if problems.errors:
         raise BundleInvalid(problems.errors)
     return Bundle(
@@ -343,7 +347,7 @@ def _parse(files: dict[str, bytes], problems: _Problems) -> Bundle:
         tags=tuple(meta["tags"]),
         hardware=meta["hardware"],
         statement=statement,
-        grading=grading,
+        grading=table,
         files=tuple(sorted(listed, key=lambda f: f.path)),
         criteria=criteria,
     )
@@ -507,7 +511,7 @@ def _check_metadata(manifest: dict[str, Any], problems: _Problems) -> dict[str, 
     return {
         "slug": slug,
         "title": _take_text(manifest, "title", "", problems, limit=MAX_TITLE_CHARS),
-        "kind": _take_choice(manifest, "kind", KINDS, "", problems),
+        "kind": _take_choice(manifest, "kind", registry.kinds(), "", problems),
         "difficulty": _take_choice(manifest, "difficulty", DIFFICULTIES, "", problems),
         "hardware": _take_choice(manifest, "hardware", HARDWARE, "", problems),
         "tags": tags or [],
@@ -637,15 +641,6 @@ def _listed_paths(manifest: dict[str, Any]) -> set[Any]:
     return {e.get("path") for e in entries if isinstance(e, dict)}
 
 
-def _check_roles(manifest: dict[str, Any], kind: str | None, problems: _Problems) -> None:
-    references = _entries_with_role(manifest, "reference")
-    if kind == "kernel" and len(references) != 1:
-        problems.manifest(
-            "files",
-            f"a kernel task needs exactly one file with role reference (found {len(references)})",
-        )
-
-
 def _check_rubric(
     manifest: dict[str, Any], problems: _Problems
 ) -> tuple[BundleCriterion, ...] | None:
@@ -762,6 +757,10 @@ def _check_levels(
         else:
             scores.add(score)
     return levels
+
+
+def _as_table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _check_grading(

@@ -44,9 +44,9 @@ from .bundle import (
 )
 from .manifest_text import edited as edited_manifest
 from .models import (
+    DEFAULT_KIND,
     TASK_TRANSITIONS,
     FileRole,
-    Kind,
     ReviewDecision,
     Task,
     TaskFile,
@@ -565,7 +565,7 @@ def _probe_bundle(manifest: dict[str, Any], files: dict[str, bytes]) -> list[Bun
     """Every problem the bundle checker finds in a bundle made of ``manifest`` and ``files``."""
     data = {MANIFEST: tomli_w.dumps(manifest).encode(), **files}
     try:
-        parse_bundle(data, name=_PROBE)
+        parse_bundle(data, name=_PROBE, grading=False)
     except BundleInvalid as exc:
         return exc.errors
     return []
@@ -576,7 +576,7 @@ def _probe_manifest(**fields: Any) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "slug": "probe",
         "title": "Probe",
-        "kind": Kind.PROFILING,  # no [grading] or reference required
+        "kind": DEFAULT_KIND,  # its [grading] table is not checked (grading=False)
         "difficulty": "easy",
         "tags": [],
         "hardware": "cpu",
@@ -677,7 +677,8 @@ def task_update_metadata(
         "tags": _clean_tags(tags),
     }
     _check_metadata(values)
-    if not task.grading:
+    if kind != task.kind or not task.grading:
+        # A grading table is its kind's: another kind starts from its own default.
         values["grading"] = _default_grading(kind)
     for name, value in values.items():
         setattr(task, name, value)

@@ -324,7 +324,8 @@ def _split_files(
             shared[path] = files[path]
     if len(references) != 1:
         raise SpecError(
-            "files", f"a kernel task needs exactly one reference file, found {len(references)}"
+            "files",
+            f"a kernel task needs exactly one file with role reference (found {len(references)})",
         )
     if not references[0].endswith(".py"):
         raise SpecError("files", f"the reference {references[0]!r} must be a .py file")

@@ -17,10 +17,12 @@ def test_the_catalog_lists_published_tasks_only(task, task_author, owner_token):
     assert response.json()["results"][0]["version"] == task.current_version.number
 
 
-def test_the_catalog_filters_by_kind_tags_difficulty_and_hardware(task_author, owner_token):
+def test_the_catalog_filters_by_kind_tags_difficulty_and_hardware(
+    task_author, owner_token, text_answer
+):
     publish_with_secrets(task_author, slug="a", tags=["gemm", "fp16"], difficulty="hard")
     publish_with_secrets(task_author, slug="b", tags=["gemm"], hardware="h100")
-    publish_with_secrets(task_author, slug="c", tags=["softmax"], kind="profiling")
+    publish_with_secrets(task_author, slug="c", tags=["softmax"], kind="text-answer")
     client = bearer(owner_token)
 
     def slugs(query):
@@ -32,7 +34,7 @@ def test_the_catalog_filters_by_kind_tags_difficulty_and_hardware(task_author, o
     assert slugs("tags=gemm,fp16") == ["a"]
     assert slugs("difficulty=hard") == ["a"]
     assert slugs("hardware=h100") == ["b"]
-    assert slugs("kind=profiling") == ["c"]
+    assert slugs("kind=text-answer") == ["c"]
     assert slugs("kind=kernel&tags=softmax") == []
 
 

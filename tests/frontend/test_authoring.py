@@ -448,7 +448,7 @@ def test_grading_errors_appear_beside_the_field_they_name(author, draft, post, f
     assert draft.grading == before
 
 
-def test_a_profiling_task_has_no_grading_form(author):
+def test_a_stored_task_of_a_kind_with_no_grader_has_no_grading_form(author):
     task = factories.make_task(author, kind="profiling", grading={})
     html = html_of(logged_in(author).get(reverse("task-grading", args=[task.slug])))
     assert "Profiling tasks have no grader yet" in html

@@ -32,8 +32,10 @@ def chart_data(html: str, element_id: str) -> dict:
     return json.loads(match.group(1))
 
 
-def test_the_dashboard_counts_tasks_by_kind_and_status(reviewer, author):
+def test_the_dashboard_counts_tasks_by_kind_and_status(reviewer, author, text_answer):
     factories.make_task(author, slug="draft-kernel")
+    factories.make_task(author, slug="draft-answer", kind="text-answer")
+    # A stored task of a kind no grader is registered for any more is still counted.
     factories.make_task(author, slug="draft-trace", kind="profiling")
     factories.make_published_task(author, slug="live-kernel")
     in_review(author)
@@ -41,11 +43,14 @@ def test_the_dashboard_counts_tasks_by_kind_and_status(reviewer, author):
 
     chart = chart_data(html, "catalog-chart")
     series = {s["key"]: s["values"] for s in chart["series"]}
-    kernel, profiling = chart["labels"].index("Kernel"), chart["labels"].index("Profiling")
-    assert series["draft"][kernel] == 1 and series["draft"][profiling] == 1
+    labels = chart["labels"]
+    kernel, answer, profiling = (
+        labels.index(k) for k in ("GPU kernel", "Text answer", "profiling")
+    )
+    assert series["draft"][kernel] == series["draft"][answer] == series["draft"][profiling] == 1
     assert series["published"][kernel] == 1 and series["in_review"][kernel] == 1
     assert 'data-chart="catalog-chart"' in html
-    assert '<span class="stat-value">4</span><span class="stat-label">tasks</span>' in html
+    assert '<span class="stat-value">5</span><span class="stat-label">tasks</span>' in html
 
 
 def test_the_dashboard_lists_failing_validations_and_the_review_queue(reviewer, author):

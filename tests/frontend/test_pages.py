@@ -182,11 +182,11 @@ def test_the_root_url_shows_the_task_list(author, catalog):
 
 
 @pytest.fixture
-def filterable(reviewer):
+def filterable(reviewer, text_answer):
     owner = factories.make_user("author", username="kerneler")
     factories.make_task(owner, slug="softmax-rows", title="Row softmax", tags=["triton", "softmax"])
     factories.make_task(
-        owner, slug="trace-reading", kind="profiling", hardware="h100", tags=["nsight"]
+        owner, slug="trace-reading", kind="text-answer", hardware="h100", tags=["nsight"]
     )
     factories.make_published_task(owner, slug="fused-gelu", title="Fused GELU", tags=["triton"])
     return logged_in(reviewer)
@@ -197,7 +197,7 @@ def filterable(reviewer):
     [
         ("q=soft", {"softmax-rows"}),
         ("q=GELU", {"fused-gelu"}),
-        ("kind=profiling", {"trace-reading"}),
+        ("kind=text-answer", {"trace-reading"}),
         ("status=published", {"fused-gelu"}),
         ("hardware=h100", {"trace-reading"}),
         ("tag=triton", {"softmax-rows", "fused-gelu"}),
@@ -241,16 +241,16 @@ def test_the_filter_form_works_without_javascript_and_with_htmx(filterable):
     assert '<div id="task-table"' in html
 
 
-def test_long_lists_are_paged_and_pages_keep_the_filters(author):
+def test_long_lists_are_paged_and_pages_keep_the_filters(author, text_answer):
     Task.objects.bulk_create(
-        Task(owner=author, slug=f"bulk-{n:03d}", title=f"Bulk {n}", kind="profiling")
+        Task(owner=author, slug=f"bulk-{n:03d}", title=f"Bulk {n}", kind="text-answer")
         for n in range(TASKS_PER_PAGE + 1)
     )
     client = logged_in(author)
-    first = page_text(client.get(f"{reverse('task-list')}?kind=profiling"))
+    first = page_text(client.get(f"{reverse('task-list')}?kind=text-answer"))
     assert len(listed_slugs(first)) == TASKS_PER_PAGE
-    assert 'href="?kind=profiling&amp;page=2"' in first
-    second = page_text(client.get(f"{reverse('task-list')}?kind=profiling&page=2"))
+    assert 'href="?kind=text-answer&amp;page=2"' in first
+    second = page_text(client.get(f"{reverse('task-list')}?kind=text-answer&page=2"))
     assert listed_slugs(second) == {f"bulk-{TASKS_PER_PAGE:03d}"}
 
 

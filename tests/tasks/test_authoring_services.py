@@ -97,8 +97,9 @@ def test_an_author_creates_a_kernel_draft_with_a_statement_rubric_and_default_gr
     assert Rubric.objects.filter(task=task).exists()
 
 
-def test_a_non_kernel_draft_has_no_grading_table(author):
-    assert new_task(author, kind="profiling").grading == {}
+def test_a_draft_starts_with_its_kinds_default_grading_table(author, text_answer):
+    assert new_task(author, kind="text-answer").grading == {"key": "key.txt"}
+    assert new_task(author, slug="relu-65").grading == registry.get("kernel").default_grading()
 
 
 @pytest.mark.parametrize("who", ["outsider", "reviewer"])
@@ -133,8 +134,8 @@ def test_a_taken_slug_is_refused(author, colleague):
     assert "is taken" in errors_of(caught)["slug"][0]
 
 
-def test_the_owner_updates_metadata_and_kind_kernel_gains_default_grading(author):
-    task = new_task(author, kind="profiling")
+def test_the_owner_updates_metadata_and_kind_kernel_gains_default_grading(author, text_answer):
+    task = new_task(author, kind="text-answer")
     services.task_update_metadata(
         task=task, user=author, title="New", kind="kernel", difficulty="hard",
         hardware="h100", tags=["a"],
@@ -334,13 +335,18 @@ def test_grading_is_checked_even_before_the_draft_has_a_reference(author):
     assert task.grading == grading
 
 
-def test_grading_settings_belong_to_kernel_tasks_and_their_editors(author, colleague):
+def test_grading_settings_are_checked_by_the_tasks_kind_for_its_editors(
+    author, colleague, text_answer
+):
     task = factories.make_task(author)
     with pytest.raises(services.PermissionDenied):
         services.task_grading_update(task=task, user=colleague, grading=GRADING)
-    profiling = new_task(author, slug="trace-it", kind="profiling")
-    with pytest.raises(services.PermissionDenied):
-        services.task_grading_update(task=profiling, user=author, grading=GRADING)
+    answer = new_task(author, slug="answer-it", kind="text-answer")
+    with pytest.raises(GradingTableError) as caught:  # a kernel table means nothing to it
+        services.task_grading_update(task=answer, user=author, grading=GRADING)
+    assert (caught.value.field, caught.value.message) == ("grading.key", "must name a listed file")
+    answer.refresh_from_db()
+    assert answer.grading == {"key": "key.txt"}
 
 
 # Rubric -------------------------------------------------------------------------------------

@@ -524,10 +524,19 @@ def test_a_bundle_without_rubric_has_no_criteria():
     assert "rubric" not in bundle.hash_manifest()
 
 
-def test_a_profiling_task_needs_no_grading_table():
+def test_the_kind_is_a_registered_one_and_decides_whether_grading_is_needed(
+    text_answer, monkeypatch
+):
     files = valid_files()
     _remove_grading(files)
     edit(files, 'kind = "kernel"', 'kind = "profiling"')
+    with pytest.raises(BundleInvalid) as caught:
+        parse_bundle(files, name="row-softmax")
+    assert [(e.field, e.message) for e in caught.value.errors] == [
+        ("kind", "'profiling' is not one of: kernel, text-answer")
+    ]
+    edit(files, 'kind = "profiling"', 'kind = "text-answer"')
+    monkeypatch.setattr(type(text_answer), "grading_required", False)
     assert parse_bundle(files, name="row-softmax").grading == {}
 
 

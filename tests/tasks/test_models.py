@@ -104,7 +104,7 @@ def test_a_negative_without_expected_verdict_is_refused_by_the_database():
 
 @pytest.mark.parametrize(
     ("column", "value"),
-    [("status", "bogus"), ("status", ""), ("kind", "quantum"), ("difficulty", "trivial")],
+    [("status", "bogus"), ("status", ""), ("kind", "Not a kind!"), ("difficulty", "trivial")],
 )
 def test_an_invalid_choice_on_a_task_is_refused_by_the_database(column, value):
     task = factories.make_task()

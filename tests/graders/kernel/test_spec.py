@@ -194,7 +194,8 @@ def test_missing_reference_or_listed_file_is_an_error() -> None:
     data = manifest()
     data["files"] = [f for f in data["files"] if f["role"] != "reference"]
     with pytest.raises(
-        SpecError, match="files: a kernel task needs exactly one reference file, found 0"
+        SpecError,
+        match=r"files: a kernel task needs exactly one file with role reference \(found 0\)",
     ):
         GradingSpec.from_manifest(data, FILES)
     with pytest.raises(
