@@ -19,6 +19,8 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
+from graders import registry
+
 from .build import BuildResult
 from .models import ExportFormat
 from .spec import SPLITS
@@ -123,6 +125,23 @@ def card_text(*, slug: str, version: int, spec: Mapping[str, Any], result: Build
     return f"---\n{front}---\n\n{_body(slug=slug, version=version, spec=spec, result=result)}"
 
 
+def _metrics_section(spec: Mapping[str, Any]) -> list[str]:
+    """What each name in the ``metrics`` column means, for the kinds the export covers
+    (as each kind declares its metrics)."""
+    wanted = (spec.get("filters") or {}).get("kinds") or registry.kinds()
+    lines = ["## Metrics", "", "The `metrics` column is a JSON object of a grading's figures:"]
+    lines += [""]
+    lines += ["| kind | metric | unit | better | meaning |", "| --- | --- | --- | --- | --- |"]
+    for name in wanted:
+        if registry.is_kind(name):
+            for metric in registry.get(name).metrics:
+                lines.append(
+                    f"| {name} | `{metric.name}` | {metric.unit or '-'} | {metric.direction} | "
+                    f"{metric.description} |"
+                )
+    return lines
+
+
 def _body(*, slug: str, version: int, spec: Mapping[str, Any], result: BuildResult) -> str:
     lines = [f"# {spec['title']}", ""]
     if spec.get("description"):
@@ -135,6 +154,8 @@ def _body(*, slug: str, version: int, spec: Mapping[str, Any], result: BuildResu
             f"| {name} | {result.rows[name]} | {result.tasks[name]} | "
             f"{result.task_versions[name]} |"
         )
+    if "metrics" in result.schema.names:
+        lines += ["", *_metrics_section(spec)]
     lines += ["", "## Loading", "", "```python", "from datasets import load_dataset", ""]
     lines += ['dataset = load_dataset("path/to/this/folder")', "```", ""]
     lines += ["Each split is also in `data/<split>.jsonl`, one JSON object a line.", ""]

@@ -20,7 +20,9 @@ They follow TRL's dataset conventions, conversational variants:
   stores once per page).
 
 Every row also carries the task's metadata; rows made from submissions carry
-the submission's id, model, verdict, speedup and score. Submitter identities
+the submission's id, model, verdict, speedup (kernel tasks), metrics (a JSON
+object: the grading's figures by name, as the task's kind declares them; the
+dataset card lists each name's unit and direction) and score. Submitter identities
 (``submitter``, ``run_id``, ``labels``) are columns only when a snapshot
 includes them.
 """
@@ -54,6 +56,7 @@ SUBMISSION_FIELDS = [
     ("model", pa.string()),
     ("verdict", pa.string()),
     ("speedup", pa.float64()),
+    ("metrics", pa.string()),
     ("score", pa.float64()),
     ("scored_by", pa.string()),
     ("review_decision", pa.string()),
@@ -150,6 +153,9 @@ def submission_columns(submission: SubmissionData) -> dict[str, Any]:
         "model": submission.model,
         "verdict": submission.verdict,
         "speedup": finite(submission.speedup),
+        "metrics": canonical_json(
+            {name: finite(value) for name, value in sorted(submission.metrics.items())}
+        ),
         "score": submission.score,
         "scored_by": submission.scored_by,
         "review_decision": submission.decision,

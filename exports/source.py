@@ -127,7 +127,10 @@ class SubmissionData:
     identity: tuple[str, str, Any] | None  # submitter, run id, labels
     files: list[tuple[str, str]] = field(default_factory=list)
     run_id: int | None = None
-    speedup: float | None = None
+    speedup: float | None = None  # the kernel kind's column, kept for queries
+    # The latest run's metrics by name, as its task kind declares them
+    # (graders.contract.TaskKind.metrics; GradingRun.metrics).
+    metrics: dict[str, float | None] = field(default_factory=dict)
     awarded: dict[str, float] = field(default_factory=dict)
     met: dict[str, bool | None] = field(default_factory=dict)
     score: float = 0.0
@@ -405,9 +408,12 @@ def _complete(
     runs = GradingRun.objects.filter(ids_in("submission_id", ids)).order_by(
         "submission_id", "attempt"
     )
-    for submission_id, run_id, speedup in runs.values_list("submission_id", "id", "speedup"):
+    for submission_id, run_id, speedup, metrics in runs.values_list(
+        "submission_id", "id", "speedup", "metrics"
+    ):
         by_id[submission_id].run_id = run_id  # the last attempt wins
         by_id[submission_id].speedup = speedup
+        by_id[submission_id].metrics = metrics if isinstance(metrics, dict) else {}
     # Criterion points are read only where needed: a final review's score stands for
     # itself, but an explanation needs its own points, and critiques show which
     # automatic criteria the grader found met.

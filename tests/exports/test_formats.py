@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from exports.formats import CHAT, schema_for
+from graders import registry
 from tests.exports.conftest import (
     SECRETS,
     all_rows,
@@ -25,6 +26,7 @@ SUBMISSION_COLUMNS = [
     "model",
     "verdict",
     "speedup",
+    "metrics",
     "score",
     "scored_by",
     "review_decision",
@@ -105,6 +107,13 @@ def test_sft_rows_are_a_user_turn_and_an_accepted_assistant_turn(world):
         assert row["verdict"] == "accepted"
         assert row["review_decision"] in (None, "accepted")
         assert "```python" in assistant["content"]
+        # The grading's figures by name, as the kernel kind declares them.
+        metrics = json.loads(row["metrics"])
+        assert set(metrics) == {m.name for m in registry.get("kernel").metrics}
+        assert metrics["speedup"] == row["speedup"] and row["speedup"] > 0
+        assert metrics["checked_calls"] >= 1
+    card = (snapshot_folder(snapshot) / "README.md").read_text()
+    assert "| kernel | `speedup` | x | higher |" in card
 
 
 def test_an_explanation_joins_the_answer_only_when_reviewers_approved_it(world):
