@@ -12,7 +12,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from graders import registry
-from graders.contract import GradingTableError
+from graders.contract import COMMON_RULE_TYPES, GradingTableError
 from graders.kernel.spec import DEFAULT_TOLERANCES, FORMATS, LANGUAGES
 from graders.verdicts import NOT_THE_SUBMISSIONS, Verdict
 from tasks.models import Difficulty, FileRole, Hardware, ReviewDecision, Visibility, kind_choices
@@ -327,11 +327,20 @@ class GradingForm(forms.Form):
 
 # -- rubric ----------------------------------------------------------------------------------
 
-RULE_TYPES = [
-    ("verdict", "Verdict is"),
-    ("speedup", "Speedup at least"),
-    ("integrity", "Integrity findings"),
-]
+# Short labels of the rule types whose parameters the form has fields for; any other
+# type a kind offers is shown by its description and takes no parameters here.
+RULE_LABELS = {
+    "verdict": "Verdict is",
+    "speedup": "Speedup at least",
+    "integrity": "Integrity findings",
+}
+
+
+def rule_type_choices(kind: str) -> list[tuple[str, str]]:
+    """The automatic rule types a task of ``kind`` may use (its kind's, through the
+    registry; the common ones for a kind with no grader)."""
+    types = registry.get(kind).rule_types() if registry.is_kind(kind) else COMMON_RULE_TYPES
+    return [(t.name, RULE_LABELS.get(t.name, t.description)) for t in types]
 
 
 class CriterionForm(forms.Form):
@@ -353,7 +362,7 @@ class CriterionForm(forms.Form):
         widget=forms.RadioSelect,
         initial="automatic",
     )
-    rule_type = forms.ChoiceField(required=False, choices=RULE_TYPES, label="Rule")
+    rule_type = forms.ChoiceField(required=False, label="Rule")
     rule_verdict = forms.ChoiceField(
         required=False, choices=_verdict_choices, label="Verdict", initial="accepted"
     )
@@ -374,6 +383,12 @@ class CriterionForm(forms.Form):
     )
 
     ERROR_ALIASES = {"id": "key", "rule": "rule_type"}
+
+    def __init__(self, *args: Any, kind: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["rule_type"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = rule_type_choices(kind)
 
     @classmethod
     def initial_from(cls, criterion: Any) -> dict[str, Any]:
@@ -430,7 +445,9 @@ class CriterionForm(forms.Form):
                 self.add_error("rule_speedup", "give the speedup the rule wants")
                 return {"type": "speedup"}
             return {"type": "speedup", "at_least": data["rule_speedup"]}
-        return {"type": "integrity", "clean": data.get("rule_clean", "true") == "true"}
+        if kind == "integrity":
+            return {"type": "integrity", "clean": data.get("rule_clean", "true") == "true"}
+        return {"type": kind}  # a kind's own rule with no parameters the form knows
 
     def service_values(self) -> dict[str, Any]:
         data = self.cleaned_data

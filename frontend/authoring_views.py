@@ -323,7 +323,7 @@ def _rubric_context(task: Task, **extra: Any) -> dict[str, Any]:
 @editor_view
 @require_http_methods(["GET", "POST"])
 def task_rubric(request: HttpRequest, task: Task) -> HttpResponse:
-    form = CriterionForm(request.POST or None)
+    form = CriterionForm(request.POST or None, kind=task.kind)
     if request.method == "POST" and form.is_valid():
         try:
             task_services.rubric_criterion_add(
@@ -346,7 +346,9 @@ def _criterion(task: Task, pk: int) -> Criterion:
 @require_http_methods(["GET", "POST"])
 def task_criterion_edit(request: HttpRequest, task: Task, pk: int) -> HttpResponse:
     criterion = _criterion(task, pk)
-    form = CriterionForm(request.POST or None, initial=CriterionForm.initial_from(criterion))
+    form = CriterionForm(
+        request.POST or None, initial=CriterionForm.initial_from(criterion), kind=task.kind
+    )
     if request.method == "POST" and form.is_valid():
         try:
             task_services.rubric_criterion_update(

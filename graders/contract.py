@@ -12,8 +12,9 @@ a kind goes through it:
 - ``public_report``: what a solver, an API client and an export may see of a
   report (hidden tests, answer keys, reference outputs, hidden file names and
   operator notes never);
-- ``rule_types`` and ``score_rule``: the automatic rubric rules the kind
-  offers, and how each is scored from a report;
+- ``rule_types``, ``check_kind_rule`` and ``score_rule``: the automatic rubric
+  rules the kind offers, what their parameters may be, and how each is scored
+  from a report;
 - ``metrics`` and ``metric_values``: the named figures a grading produces
   (name, unit, direction), stored, charted and exported by name;
 - ``needs``: the queue, hardware and time budget a grading needs;
@@ -254,6 +255,11 @@ class TaskKind(ABC):
                 )
             return (not violations) == want_clean, f"{len(violations)} integrity finding(s)"
         return self.score_kind_rule(rule, report=report, on_target=on_target)
+
+    def check_kind_rule(self, rule: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """Problems with the parameter values of one of the kind's own rules, as
+        (parameter, message); the type and the parameter names are checked already."""
+        return []
 
     def score_kind_rule(
         self, rule: Mapping[str, Any], *, report: Mapping[str, Any], on_target: bool

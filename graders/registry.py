@@ -2,13 +2,19 @@
 
 The kinds shipped with the platform are registered when this module is first
 imported (``BUILT_IN``: each a module path, imported lazily, so that asking for
-the list of kinds does not import torch). A test or a deployment may register
-more with ``register``.
+the list of kinds does not import torch). A deployment adds its own kinds in
+the environment, the same on web hosts and workers::
+
+    BENCHWRIGHT_TASK_KINDS="quiz=mykinds.quiz:QuizKind,other=mykinds.other:Other"
+
+and code (a test) may register more with ``register``.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import re
 import threading
 from collections.abc import Sequence
 
@@ -19,7 +25,26 @@ BUILT_IN: dict[str, str] = {
     "kernel": "graders.kernel.kind:KernelKind",
 }
 
-_classes: dict[str, type[TaskKind] | str] = dict(BUILT_IN)
+EXTRA_KINDS_ENV = "BENCHWRIGHT_TASK_KINDS"
+_ENTRY = re.compile(r"^([a-z][a-z0-9_-]*)=([\w.]+:\w+)$")
+
+
+def from_environment(value: str | None = None) -> dict[str, str]:
+    """The kinds a deployment adds (``name=module:Class``, comma-separated); a
+    malformed entry is a ValueError naming it, so that a typo stops the process
+    at start rather than leaving a kind unknown."""
+    value = os.environ.get(EXTRA_KINDS_ENV, "") if value is None else value
+    kinds: dict[str, str] = {}
+    for entry in filter(None, (part.strip() for part in value.split(","))):
+        match = _ENTRY.match(entry)
+        if match is None:
+            raise ValueError(f"{EXTRA_KINDS_ENV}: {entry!r} is not name=module:Class")
+        kinds[match[1]] = match[2]
+    return kinds
+
+
+_DECLARED: dict[str, str] = {**BUILT_IN, **from_environment()}
+_classes: dict[str, type[TaskKind] | str] = dict(_DECLARED)
 _instances: dict[str, TaskKind] = {}
 _lock = threading.Lock()
 
@@ -43,11 +68,12 @@ def register(kind: type[TaskKind]) -> type[TaskKind]:
 
 
 def unregister(name: str) -> None:
-    """Forget a kind registered with ``register`` (tests); built-in kinds come back."""
+    """Forget a kind registered with ``register`` (tests); built-in kinds and those of
+    the environment come back."""
     with _lock:
         _instances.pop(name, None)
-        if name in BUILT_IN:
-            _classes[name] = BUILT_IN[name]
+        if name in _DECLARED:
+            _classes[name] = _DECLARED[name]
         else:
             _classes.pop(name, None)
 
@@ -73,7 +99,10 @@ def get(name: str) -> TaskKind:
         if isinstance(target, str):
             module, _, attribute = target.partition(":")
             target = getattr(importlib.import_module(module), attribute)
-            assert isinstance(target, type)
+            if not (isinstance(target, type) and issubclass(target, TaskKind)):
+                raise TypeError(f"{module}:{attribute} is not a TaskKind")
+            if target.name != name:
+                raise TypeError(f"{module}:{attribute} is the {target.name!r} kind, not {name!r}")
         instance = target()
         _instances[name] = instance
         return instance

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from graders import registry
-from graders.contract import GradingTableError
+from graders.contract import GradingTableError, RuleType, TaskKind
 from graders.verdicts import NOT_THE_SUBMISSIONS, Verdict
 
 MANIFEST = "task.toml"
@@ -61,7 +61,6 @@ TOP_KEYS = (
 FILE_KEYS = ("path", "visibility", "role", "expected_verdict", "note")
 CRITERION_KEYS = ("id", "title", "description", "points", "kind", "rule", "levels")
 LEVEL_KEYS = ("score", "descriptor")
-RULE_KEYS = {"verdict": ("equals",), "speedup": ("at_least",), "integrity": ("clean",)}
 
 
 class BundleError(Exception):
@@ -328,7 +327,7 @@ def _parse(files: dict[str, bytes], problems: _Problems, *, grading: bool = True
     meta = _check_metadata(manifest, problems)
     listed = _check_files(manifest, files, problems)
     statement = _check_statement(manifest, listed, problems)
-    criteria = _check_rubric(manifest, problems)
+    criteria = _check_rubric(manifest, meta.get("kind"), problems)
     table = (
         _check_grading(manifest, meta.get("kind"), listed, problems)
         if grading
@@ -641,8 +640,25 @@ def _listed_paths(manifest: dict[str, Any]) -> set[Any]:
     return {e.get("path") for e in entries if isinstance(e, dict)}
 
 
+@dataclass(frozen=True)
+class _Rules:
+    """The automatic rule types a task's kind offers, and its grader, which checks its
+    own types' parameters. With no known kind (an error already) rules go unchecked:
+    which types exist depends on the kind."""
+
+    types: dict[str, RuleType]
+    grader: TaskKind | None
+
+    @classmethod
+    def of(cls, kind: str | None) -> _Rules:
+        if kind is None or not registry.is_kind(kind):
+            return cls({}, None)
+        grader = registry.get(kind)
+        return cls({t.name: t for t in grader.rule_types()}, grader)
+
+
 def _check_rubric(
-    manifest: dict[str, Any], problems: _Problems
+    manifest: dict[str, Any], kind: str | None, problems: _Problems
 ) -> tuple[BundleCriterion, ...] | None:
     rubric = _take(manifest, "rubric", dict, "", problems, required=False)
     if rubric is None:
@@ -651,13 +667,13 @@ def _check_rubric(
     entries = _take(rubric, "criteria", list, "rubric", problems, required=False) or []
     criteria: list[BundleCriterion] = []
     seen: set[str] = set()
-    verdicts = _verdicts()
+    rules = _Rules.of(kind)
     for index, entry in enumerate(entries):
         where = _join("rubric.criteria", index)
         if not isinstance(entry, dict):
             problems.manifest(where, f"must be a table, not {_type_name(entry)}")
             continue
-        criterion = _check_criterion(entry, where, verdicts, problems)
+        criterion = _check_criterion(entry, where, rules, problems)
         if criterion is None:
             continue
         if criterion.key in seen:
@@ -668,7 +684,7 @@ def _check_rubric(
 
 
 def _check_criterion(
-    entry: dict[str, Any], where: str, verdicts: tuple[str, ...], problems: _Problems
+    entry: dict[str, Any], where: str, rules: _Rules, problems: _Problems
 ) -> BundleCriterion | None:
     before = len(problems.errors)
     _check_unknown(entry, CRITERION_KEYS, where, problems)
@@ -689,7 +705,7 @@ def _check_criterion(
     levels: list[dict[str, Any]] = []
     if kind == "automatic":
         _forbid(entry, "levels", "automatic criteria are scored by their rule", where, problems)
-        rule = _check_rule(entry, where, verdicts, problems)
+        rule = _check_rule(entry, where, rules, problems)
     elif kind == "human":
         _forbid(entry, "rule", "human criteria are scored on their levels", where, problems)
         levels = _check_levels(entry, points, where, problems)
@@ -709,24 +725,27 @@ def _forbid(entry: dict[str, Any], key: str, why: str, where: str, problems: _Pr
 
 
 def _check_rule(
-    entry: dict[str, Any], where: str, verdicts: tuple[str, ...], problems: _Problems
+    entry: dict[str, Any], where: str, rules: _Rules, problems: _Problems
 ) -> dict[str, Any]:
+    """An automatic rule: a type the task's kind offers, its parameters and no others;
+    the kind checks the values of its own types' parameters."""
     rule = _take(entry, "rule", dict, where, problems)
     if rule is None:
         return {}
-    where = _join(where, "rule")
-    kind = _take_choice(rule, "type", tuple(RULE_KEYS), where, problems)
-    if kind is None:
+    if rules.grader is None:
         return rule
-    _check_unknown(rule, ("type", *RULE_KEYS[kind]), where, problems)
-    if kind == "verdict":
-        _take_choice(rule, "equals", verdicts, where, problems)
-    elif kind == "speedup":
-        at_least = rule.get("at_least")
-        if isinstance(at_least, bool) or not isinstance(at_least, int | float) or at_least <= 0:
-            problems.manifest(_join(where, "at_least"), "must be a number above 0")
-    else:
+    where = _join(where, "rule")
+    name = _take_choice(rule, "type", tuple(rules.types), where, problems)
+    if name is None:
+        return rule
+    _check_unknown(rule, ("type", *rules.types[name].params), where, problems)
+    if name == "verdict":
+        _take_choice(rule, "equals", _verdicts(), where, problems)
+    elif name == "integrity":
         _take(rule, "clean", bool, where, problems)
+    else:
+        for param, message in rules.grader.check_kind_rule(rule):
+            problems.manifest(_join(where, param), message)
     return rule
 
 

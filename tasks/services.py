@@ -893,8 +893,10 @@ def task_grading_update(*, task: Task, user: User, grading: dict[str, Any]) -> T
 def _criterion_check(rubric: Rubric, entry: dict[str, Any], *, exclude: int | None = None) -> None:
     """Check one criterion with the bundle format's rules, and its id against the others."""
     errors: list[tuple[str | None, str]] = []
+    owner = rubric.task or rubric.version
+    kind = owner.kind if owner is not None else DEFAULT_KIND  # whose rule types apply
     for error in _probe_bundle(
-        _probe_manifest(rubric={"criteria": [entry]}), {STATEMENT_PATH: b""}
+        _probe_manifest(kind=kind, rubric={"criteria": [entry]}), {STATEMENT_PATH: b""}
     ):
         prefix = "rubric.criteria[0]."
         field = error.field.removeprefix(prefix) if error.field.startswith(prefix) else ""

@@ -272,6 +272,12 @@ class KernelKind(TaskKind):
 
     # -- rubrics ----------------------------------------------------------------------
 
+    def check_kind_rule(self, rule: Mapping[str, Any]) -> list[tuple[str, str]]:
+        at_least = rule.get("at_least")
+        if isinstance(at_least, bool) or not isinstance(at_least, int | float) or at_least <= 0:
+            return [("at_least", "must be a number above 0")]
+        return []
+
     def score_kind_rule(
         self, rule: Mapping[str, Any], *, report: Mapping[str, Any], on_target: bool
     ) -> tuple[bool, str]:

@@ -517,6 +517,22 @@ def test_the_rubric_page_adds_criteria_and_shows_the_total(author, draft):
     assert "\N{MINUS SIGN}4" in html
 
 
+def test_the_rubric_page_offers_the_rule_types_of_the_tasks_kind(author, text_answer):
+    task = factories.make_task(author, slug="capital-answer", kind="text-answer")
+    client = logged_in(author)
+    html = html_of(client.get(reverse("task-rubric", args=[task.slug])))
+    assert '<option value="matched">the answer matched the key</option>' in html
+    assert '<option value="speedup">' not in html
+    response = client.post(
+        reverse("task-rubric", args=[task.slug]), criterion_post(key="right", rule_type="speedup")
+    )
+    assert response.status_code == 400 and "right" not in rubric_keys(task)
+    client.post(
+        reverse("task-rubric", args=[task.slug]), criterion_post(key="right", rule_type="matched")
+    )
+    assert Criterion.objects.get(rubric__task=task, key="right").rule == {"type": "matched"}
+
+
 @pytest.mark.parametrize(
     ("fields", "field", "message"),
     [

@@ -537,6 +537,12 @@ def test_the_kind_is_a_registered_one_and_decides_whether_grading_is_needed(
     ]
     edit(files, 'kind = "profiling"', 'kind = "text-answer"')
     monkeypatch.setattr(type(text_answer), "grading_required", False)
+    with pytest.raises(BundleInvalid) as caught:  # the rule types are the kind's too
+        parse_bundle(files, name="row-softmax")
+    assert [(e.field, e.message) for e in caught.value.errors] == [
+        ("rubric.criteria[1].rule.type", "'speedup' is not one of: verdict, integrity, matched")
+    ]
+    edit(files, 'rule = { type = "speedup", at_least = 2.0 }', 'rule = { type = "matched" }')
     assert parse_bundle(files, name="row-softmax").grading == {}
 
 
