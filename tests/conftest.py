@@ -65,6 +65,9 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:"
         f"{db['PORT'] or 5432}/{db['NAME']}"
     )
+    # The tests' own task kind (tests/graders/text_answer.py), registered on the worker
+    # the way a deployment adds one; in this process the ``text_answer`` fixture does.
+    env["BENCHWRIGHT_TASK_KINDS"] = "text-answer=tests.graders.text_answer:TextAnswer"
     log_path = Path(settings.BASE_DIR) / "artifacts" / "celery-worker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("wb")

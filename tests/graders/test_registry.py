@@ -147,3 +147,43 @@ def test_rule_types_are_the_common_ones_and_the_kinds_own():
         {"type": "matched"}, report=recorded.report(recorded.ACCEPTED), on_target=True
     )
     assert not met and "unknown rule type 'matched' for kernel tasks" in detail
+
+
+def test_a_deployment_adds_kinds_in_the_environment():
+    assert registry.from_environment("") == {}
+    assert registry.from_environment(" quiz=kinds.quiz:Quiz , essay=kinds.essay:Essay") == {
+        "quiz": "kinds.quiz:Quiz",
+        "essay": "kinds.essay:Essay",
+    }
+    for bad in ("quiz", "Quiz=kinds.quiz:Quiz", "quiz=kinds.quiz"):
+        with pytest.raises(ValueError, match="is not name=module:Class"):
+            registry.from_environment(bad)
+
+
+def test_a_kind_from_the_environment_is_registered_in_a_fresh_process():
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from graders import registry; print(registry.kinds()); "
+        "print(registry.get('text-answer').label); registry.get('mislabelled')"
+    )
+    env = dict(
+        os.environ,
+        BENCHWRIGHT_TASK_KINDS=(
+            "text-answer=tests.graders.text_answer:TextAnswer,"
+            "mislabelled=tests.graders.text_answer:TextAnswer"
+        ),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=CATALOG.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["('kernel', 'text-answer', 'mislabelled')", "Text answer"], done.stderr
+    assert "is the 'text-answer' kind, not 'mislabelled'" in done.stderr

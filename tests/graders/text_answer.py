@@ -42,3 +42,14 @@ class TextAnswer(TaskKind):
 
     def public_details(self, report: Mapping[str, Any]) -> dict[str, Any]:
         return {}
+
+    def metric_values(self, report: Mapping[str, Any]) -> dict[str, float | None]:
+        return {"matched": 1.0 if report.get("verdict") == "accepted" else 0.0}
+
+    def score_kind_rule(
+        self, rule: Mapping[str, Any], *, report: Mapping[str, Any], on_target: bool
+    ) -> tuple[bool, str]:
+        if rule.get("type") != "matched":
+            return super().score_kind_rule(rule, report=report, on_target=on_target)
+        matched = report.get("verdict") == "accepted"
+        return matched, "the answer matched the key" if matched else "the answer did not match"
