@@ -18,7 +18,7 @@ from benchwright import roles
 from graders.contract import GradingTableError
 from rubrics.models import Criterion
 from tasks import services as task_services
-from tasks.bundle import BundleError, BundleInvalid
+from tasks.bundle import MAX_FILE_BYTES, BundleError, BundleInvalid
 from tasks.models import FileRole, Task, TaskFile
 from tasks.selectors import can_edit_task
 from tasks.validation import NothingToValidate
@@ -39,33 +39,10 @@ from .authoring_forms import (
     grading_form_for,
     grading_form_missing,
 )
+from .editor import editor_context
+from .htmx import wants_fragment
 from .rendering import render_markdown
 from .uploads import capped_upload, upload_refused
-from .views import wants_fragment
-
-TABS = (
-    ("overview", "Overview", "task-edit"),
-    ("files", "Files", "task-files"),
-    ("grading", "Grading", "task-grading"),
-    ("rubric", "Rubric", "task-rubric"),
-    ("validation", "Validation", "task-validation"),
-    ("history", "History", "task-history"),
-)
-
-
-def editor_context(task: Task, tab: str, **extra: Any) -> dict[str, Any]:
-    """What every editor page shows: the tabs, the actions and why review may not start."""
-    task.refresh_from_db()
-    return {
-        "task": task,
-        "tab": tab,
-        "tabs": TABS,
-        "section": "tasks",
-        "readiness": selectors.review_readiness(task),
-        "editable": True,
-        "feedback": selectors.feedback_for_author(task),
-        **extra,
-    }
 
 
 def _require_author(request: HttpRequest) -> None:
@@ -149,7 +126,7 @@ def task_statement(request: HttpRequest, task: Task) -> HttpResponse:
 @require_POST
 def markdown_preview(request: HttpRequest) -> HttpResponse:
     """The statement as solvers will see it, through the one sanitiser."""
-    text = request.POST.get("statement", "")[: task_services.MAX_FILE_BYTES]
+    text = request.POST.get("statement", "")[:MAX_FILE_BYTES]
     return render(request, "frontend/edit/_preview.html", {"html": render_markdown(text)})
 
 
@@ -173,7 +150,7 @@ def task_files(request: HttpRequest, task: Task) -> HttpResponse:
     return redirect("task-file-edit", task.slug, first.pk)
 
 
-@capped_upload(task_services.MAX_FILE_BYTES)
+@capped_upload(MAX_FILE_BYTES)
 @editor_view
 @require_http_methods(["GET", "POST"])
 def task_file_new(request: HttpRequest, task: Task) -> HttpResponse:
@@ -189,7 +166,7 @@ def task_file_new(request: HttpRequest, task: Task) -> HttpResponse:
             upload = data.pop("upload", None)
             if upload is not None:
                 data["content"] = task_services.task_file_from_upload(
-                    upload.read(task_services.MAX_FILE_BYTES + 1), name=upload.name
+                    upload.read(MAX_FILE_BYTES + 1), name=upload.name
                 )
             file = task_services.task_file_save(task=task, user=acting_user(request), **data)
         except ValidationError as exc:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import prefetch_related_objects
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from benchwright import roles
@@ -22,28 +19,12 @@ from tasks.selectors import can_edit_task, can_see_hidden_files, files_for_user,
 from . import selectors, submission_pages
 from .access import acting_user
 from .diffs import diff_files
+from .editor import editor_context
 from .forms import DiffForm, TaskFilterForm, filter_choices
+from .htmx import page_or_fragment, wants_fragment
 from .templatetags.frontend import role_names
 
 TASKS_PER_PAGE = 50
-
-
-def wants_fragment(request: HttpRequest) -> bool:
-    """An htmx request swaps a fragment in; a history restore needs the whole page."""
-    return (
-        request.headers.get("HX-Request") == "true"
-        and request.headers.get("HX-History-Restore-Request") != "true"
-    )
-
-
-def page_or_fragment(
-    request: HttpRequest, page: str, fragment: str, context: dict[str, Any]
-) -> HttpResponse:
-    """The whole page, or for htmx only the fragment it swaps in."""
-    response = render(request, fragment if wants_fragment(request) else page, context)
-    # The same URL answers with a fragment or a page: caches must keep them apart.
-    patch_vary_headers(response, ["HX-Request"])
-    return response
 
 
 @login_required
@@ -137,8 +118,6 @@ def task_history(request: HttpRequest, slug: str) -> HttpResponse:
     if wants_fragment(request) and request.headers.get("HX-Target") == "diff":
         return render(request, "frontend/history/_diff.html", context)
     if context["editable"]:
-        from .authoring_views import editor_context
-
         context = {**editor_context(task, "history"), **context}
     return render(request, "frontend/history/history.html", context)
 

@@ -29,6 +29,7 @@ from .models import (
     ValidationStatus,
 )
 from .selectors import grading_payload
+from .services.manifests import task_draft_hash
 
 ACCEPTED = "accepted"
 
@@ -44,7 +45,6 @@ def _candidates(task: Task) -> list[TaskFile]:
 @transaction.atomic
 def validation_start(*, task: Task, user: User | None) -> ValidationRun:
     """Start grading the draft's solution and negatives; jobs go out on commit."""
-    from .services import task_draft_hash
 
     candidates = _candidates(task)
     if not any(f.role == FileRole.SOLUTION for f in candidates):
@@ -117,7 +117,6 @@ def validation_record(*, result_id: int, report: dict[str, Any]) -> ValidationRe
 
 def validation_passed_for_draft(task: Task) -> bool:
     """Whether the draft, exactly as it is now, passed a validation run."""
-    from .services import task_draft_hash
 
     return task.validation_runs.filter(
         content_hash=task_draft_hash(task), status=ValidationStatus.PASSED
