@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import DurationField, ExpressionWrapper, F, Q, Sum
+from django.db.models import Q
 from django.utils import timezone
 
 from . import scopes as scope_names
@@ -133,20 +133,34 @@ def day_bounds(now: datetime | None = None) -> tuple[date, datetime, int]:
     return now.date(), start, max(1, int((start + timedelta(days=1) - now).total_seconds()))
 
 
-def sandbox_seconds_used(subject: QuotaSubject, since: datetime) -> float:
-    from submissions.models import GradingRun
+class UsageCounters(Protocol):
+    """What a quota counts, measured where it is made: the submissions app supplies
+    these when it starts (``submissions.apps``), so that accounts, which every API
+    view's permissions import, never imports submissions."""
 
-    runs = GradingRun.objects.filter(finished_at__gte=since, started_at__isnull=False)
-    if subject.token_id is not None:
-        runs = runs.filter(submission__api_token_id=subject.token_id)
-    else:
-        runs = runs.filter(submission__submitter_id=subject.user_id, submission__api_token=None)
-    total = runs.aggregate(
-        total=Sum(
-            ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField())
-        )
-    )["total"]
-    return total.total_seconds() if total else 0.0
+    def submissions_since(self, subject: QuotaSubject, since: datetime) -> int: ...
+
+    def sandbox_seconds_since(self, subject: QuotaSubject, since: datetime) -> float: ...
+
+
+class _NothingCounted:
+    def submissions_since(self, subject: QuotaSubject, since: datetime) -> int:
+        return 0
+
+    def sandbox_seconds_since(self, subject: QuotaSubject, since: datetime) -> float:
+        return 0.0
+
+
+_counters: UsageCounters = _NothingCounted()
+
+
+def count_usage_with(counters: UsageCounters) -> None:
+    global _counters
+    _counters = counters
+
+
+def sandbox_seconds_used(subject: QuotaSubject, since: datetime) -> float:
+    return _counters.sandbox_seconds_since(subject, since)
 
 
 def _quota_key(subject: QuotaSubject, day: date) -> str:
@@ -154,12 +168,7 @@ def _quota_key(subject: QuotaSubject, day: date) -> str:
 
 
 def _submissions_counted(subject: QuotaSubject, since: datetime) -> int:
-    from submissions.models import Submission
-
-    made = Submission.objects.filter(created_at__gte=since)
-    if subject.token_id is not None:
-        return made.filter(api_token_id=subject.token_id).count()
-    return made.filter(submitter_id=subject.user_id, api_token=None).count()
+    return _counters.submissions_since(subject, since)
 
 
 def submissions_used(subject: QuotaSubject, day: date) -> int:

@@ -15,6 +15,10 @@ from django.db import models
 from django.utils import timezone
 
 
+class ImmutableVersionError(Exception):
+    """A frozen task version (or its files, rubric or criteria) was about to change."""
+
+
 class InvalidTransition(Exception):
     """The row is not in a status from which the requested change is allowed."""
 

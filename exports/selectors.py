@@ -27,6 +27,7 @@ from django.db.models import QuerySet
 from django.urls import reverse
 
 from benchwright import roles
+from submissions.selectors import visible_submissions
 from tasks.selectors import can_see_hidden_files
 
 from .models import (
@@ -174,8 +175,6 @@ def left_out_for_user(user: AnyUser, snapshot: Snapshot) -> list[LeftOutGroup]:
 
 def _openable_submissions(user: AnyUser, ids: list[int]) -> set[int]:
     """Those of ``ids`` whose page the user may open (the submission page's own check)."""
-    from frontend.submission_pages import visible_submissions
-
     if not ids:
         return set()
     return set(

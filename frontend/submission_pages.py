@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from benchwright import roles
 from submissions import selectors as submission_selectors
@@ -31,19 +31,7 @@ SETTLED = frozenset(
 GRADING = frozenset({SubmissionStatus.QUEUED, SubmissionStatus.RUNNING})
 
 
-def visible_submissions(user: User | AnonymousUser) -> QuerySet[Submission]:
-    submissions = Submission.objects.select_related("task_version__task", "submitter")
-    if not user.is_authenticated:
-        return submissions.none()
-    if roles.is_admin(user) or roles.has_role(user, roles.EXPORTER):
-        return submissions.all()
-    visible = Q(submitter_id=user.pk)
-    if roles.has_role(user, roles.AUTHOR):
-        visible |= Q(task_version__task__owner_id=user.pk)
-    if roles.has_role(user, roles.REVIEWER):
-        visible |= Q(review_assignments__reviewer_id=user.pk)
-    ids = Submission.objects.filter(visible).values("pk")
-    return submissions.filter(pk__in=ids)
+visible_submissions = submission_selectors.visible_submissions
 
 
 def with_timing(submissions: QuerySet[Submission]) -> QuerySet[Submission]:

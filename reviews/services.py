@@ -32,6 +32,7 @@ from rubrics.models import Criterion, CriterionKind, CriterionScore, ScoreSource
 from rubrics.services import rubric_total
 from submissions import services as submission_services
 from submissions.models import GradingRun, Submission, SubmissionFile, SubmissionStatus
+from submissions.signals import send_on_commit
 from tasks.models import Task
 
 from . import access, scoring, selectors
@@ -53,6 +54,7 @@ from .models import (
     ReviewPolicy,
     ReviewScore,
 )
+from .signals import submission_reviewed
 
 MAX_FEEDBACK_CHARS = 20_000
 MAX_COMMENT_CHARS = 5_000
@@ -693,13 +695,7 @@ def _finalise(outcome: ReviewOutcome, reviews: Sequence[Review], values: dict[st
     )
     submission_id = outcome.submission_id
     _cancel_open_slots(Submission(pk=submission_id))
-    transaction.on_commit(lambda: _fire_reviewed(submission_id), robust=True)
-
-
-def _fire_reviewed(submission_id: int) -> None:
-    from webhooks import services as webhook_services
-
-    webhook_services.submission_reviewed(submission_id=submission_id)
+    send_on_commit(submission_reviewed, sender=ReviewOutcome, submission_id=submission_id)
 
 
 def _write_consensus_scores(submission_id: int, reviews: Sequence[Review]) -> None:

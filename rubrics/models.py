@@ -6,8 +6,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
-from benchwright.state import TimeStamped
-from tasks.models import ImmutableVersionError
+from benchwright.state import ImmutableVersionError, TimeStamped
 
 
 class CriterionKind(models.TextChoices):

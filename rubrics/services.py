@@ -1,16 +1,18 @@
-"""Scoring: automatic criteria from a grading run, and rubric totals."""
+"""Scoring: automatic criteria from a grading's report, and rubric totals.
+
+A rubric scores what it is given (a report, its task kind, whether it ran on the
+task's hardware); it never loads submissions or their grading runs, which come
+later in the flow and store the scores themselves."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from graders import registry
 
-from .models import Criterion, CriterionKind, CriterionScore, ScoreSource
-
-if TYPE_CHECKING:
-    from submissions.models import GradingRun
+from .models import Criterion, CriterionKind, Rubric
 
 
 def rule_holds(
@@ -21,32 +23,29 @@ def rule_holds(
     return registry.get(kind).score_rule(rule, report=report, on_target=on_target)
 
 
-def score_automatic(*, grading_run: GradingRun) -> list[CriterionScore]:
-    """Score every automatic criterion of the submission's pinned rubric."""
-    version = grading_run.submission.task_version
-    rubric = getattr(version, "rubric", None)
+@dataclass(frozen=True)
+class AutomaticScore:
+    """One automatic criterion scored from a report."""
+
+    criterion: Criterion
+    met: bool
+    points: float
+    detail: str  # why, for reviewers
+
+
+def score_automatic(
+    rubric: Rubric | None, *, report: Mapping[str, Any], kind: str, on_target: bool
+) -> list[AutomaticScore]:
+    """Score every automatic criterion of ``rubric`` (a task version's) from a report
+    of a ``kind`` task; ``on_target``: the grading ran on the task's own hardware."""
     if rubric is None:
         return []
     scores = []
     for criterion in rubric.criteria.filter(kind=CriterionKind.AUTOMATIC):
-        met, detail = rule_holds(
-            criterion.rule,
-            report=grading_run.report,
-            on_target=grading_run.target_hardware,
-            kind=version.kind,
-        )
-        scores.append(
-            CriterionScore(
-                submission=grading_run.submission,
-                criterion=criterion,
-                grading_run=grading_run,
-                source=ScoreSource.AUTOMATIC,
-                points=float(criterion.points) if met else 0.0,
-                met=met,
-                detail=detail,
-            )
-        )
-    return CriterionScore.objects.bulk_create(scores)
+        met, detail = rule_holds(criterion.rule, report=report, on_target=on_target, kind=kind)
+        points = float(criterion.points) if met else 0.0
+        scores.append(AutomaticScore(criterion, met, points, detail))
+    return scores
 
 
 def rubric_total(criteria: Iterable[Criterion], awarded: Mapping[str, float]) -> float:

@@ -1,7 +1,7 @@
 """Grading jobs. Thin: each takes ids or a plain message and calls a service.
 
 ``run_grading_job`` runs on sandbox hosts, which hold no database credentials:
-it touches only the message it was given and the ``sandboxes`` library, and
+it touches only the message it was given and the grading library (``graders``), and
 sends its report back through the broker to ``store_grading_job``.
 """
 
@@ -13,14 +13,9 @@ from typing import Any
 from celery import Task, shared_task
 from django.conf import settings
 
+from benchwright.celery import redelivered
+
 STORE_QUEUE = "grading.store"
-
-
-def redelivered(task: Task) -> bool:
-    """Whether the broker handed this message out before, to a worker that never
-    acknowledged it (it died, or was killed, mid-job)."""
-    info = getattr(task.request, "delivery_info", None) or {}
-    return bool(info.get("redelivered"))
 
 
 @shared_task(name="submissions.grade", acks_late=True, reject_on_worker_lost=True)

@@ -3,12 +3,12 @@ a grading report (what a submitter may see of it)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db.models import (
     Case,
     Count,
@@ -27,7 +27,6 @@ from django.db.models.functions import JSONObject
 from accounts import scopes as scope_names
 from benchwright import roles as role_names
 from graders import registry
-from reviews.models import OutcomeStatus
 from rubrics.models import Criterion, CriterionScore
 from rubrics.services import rubric_total
 
@@ -42,6 +41,12 @@ FINISHED = frozenset(
         SubmissionStatus.CANCELLED,
     }
 )
+
+
+# The reviews app's ReviewOutcome.status of a final outcome (its OutcomeStatus.FINAL;
+# a test holds them equal). Lists annotate a submission's decision through the
+# reverse relation ``review_outcome`` without importing that app.
+FINAL_OUTCOME = "final"
 
 
 def submissions_for_user(
@@ -107,7 +112,7 @@ def with_latest_grading(submissions: QuerySet[Submission]) -> QuerySet[Submissio
         .annotate(total=Sum("points"))
         .values("total")[:1]
     )
-    final = Q(review_outcome__status=OutcomeStatus.FINAL)
+    final = Q(review_outcome__status=FINAL_OUTCOME)
     return (
         submissions.select_related("task_version__task")
         .annotate(latest_run_id=Subquery(latest.values("id")[:1]))
@@ -294,12 +299,25 @@ def rubric_scores(submission: Submission, run: GradingRun | None) -> dict[str, A
     }
 
 
+def _no_outcome(submission: Submission) -> dict[str, Any] | None:
+    return None
+
+
+# How a submission's final review outcome reads. The reviews app, downstream of this
+# one, supplies it when it starts (reviews.apps), so that submissions never imports
+# it; without it no submission has an outcome.
+_outcome_reader: Callable[[Submission], dict[str, Any] | None] = _no_outcome
+
+
+def read_review_outcomes_with(reader: Callable[[Submission], dict[str, Any] | None]) -> None:
+    global _outcome_reader
+    _outcome_reader = reader
+
+
 def submission_review_outcome(submission: Submission) -> dict[str, Any] | None:
     """The final review outcome (decision, score, spread, feedback), or None while
     the submission has none. Reviewer identities are never part of it."""
-    from reviews.selectors import submission_review_outcome as outcome
-
-    return outcome(submission)
+    return _outcome_reader(submission)
 
 
 def submission_event_data(submission: Submission) -> dict[str, Any]:
@@ -324,3 +342,21 @@ def submission_event_data(submission: Submission) -> dict[str, Any]:
 def _event_speedup(run: GradingRun | None) -> dict[str, Any]:
     view = run_speedup_view(run)
     return {key: view[key] for key in ("timing_mode", "speedup", "speedup_scored", "score_speedup")}
+
+
+def visible_submissions(user: User | AnonymousUser) -> QuerySet[Submission]:
+    """The submissions whose page a user may open: their own, those to their tasks
+    (authors), those they were assigned to review (reviewers); all for exporters and
+    admins."""
+    submissions = Submission.objects.select_related("task_version__task", "submitter")
+    if not user.is_authenticated:
+        return submissions.none()
+    if role_names.is_admin(user) or role_names.has_role(user, role_names.EXPORTER):
+        return submissions.all()
+    visible = Q(submitter_id=user.pk)
+    if role_names.has_role(user, role_names.AUTHOR):
+        visible |= Q(task_version__task__owner_id=user.pk)
+    if role_names.has_role(user, role_names.REVIEWER):
+        visible |= Q(review_assignments__reviewer_id=user.pk)
+    ids = Submission.objects.filter(visible).values("pk")
+    return submissions.filter(pk__in=ids)

@@ -29,11 +29,10 @@ from graders import registry
 from graders.contract import RETRY
 from graders.reports import report_number, storable
 from graders.verdicts import Verdict
-from reviews import hooks as review_hooks
 from rubrics import services as rubric_services
+from rubrics.models import CriterionScore, ScoreSource
 from tasks.models import TaskVersion
 from tasks.selectors import grading_payload
-from webhooks import services as webhook_services
 
 from .fingerprint import solution_key
 from .models import (
@@ -43,6 +42,7 @@ from .models import (
     SubmissionFile,
     SubmissionStatus,
 )
+from .signals import send_on_commit, submission_graded
 
 log = logging.getLogger(__name__)
 
@@ -232,6 +232,29 @@ def _ran_on_target(report: Mapping[str, Any], version: TaskVersion) -> bool:
     return bool(name) and name == version.hardware
 
 
+def _store_automatic_scores(run: GradingRun) -> list[CriterionScore]:
+    """The pinned rubric's automatic criteria, scored from the run's report."""
+    version = run.submission.task_version
+    scored = rubric_services.score_automatic(
+        getattr(version, "rubric", None),
+        report=run.report,
+        kind=version.kind,
+        on_target=run.target_hardware,
+    )
+    return CriterionScore.objects.bulk_create(
+        CriterionScore(
+            submission=run.submission,
+            criterion=score.criterion,
+            grading_run=run,
+            source=ScoreSource.AUTOMATIC,
+            points=score.points,
+            met=score.met,
+            detail=score.detail,
+        )
+        for score in scored
+    )
+
+
 @transaction.atomic
 def grading_store(
     *, submission_id: int, attempt: int, report: Mapping[str, Any]
@@ -280,13 +303,11 @@ def grading_store(
             str(report.get("operator_notes") or run.reason)[:2000],
         )
         return run
-    rubric_services.score_automatic(grading_run=run)
+    _store_automatic_scores(run)
     submission_set_status(submission_id=submission.pk, to=SubmissionStatus.GRADED, verdict=verdict)
-    # robust: a webhook problem is logged, never turned into a failed grading.
-    transaction.on_commit(
-        lambda: webhook_services.submission_graded(submission_id=submission.pk), robust=True
-    )
-    review_hooks.submission_graded(submission.pk)
+    # Reviews queue it and webhooks announce it (signals.py: after the commit, and a
+    # receiver's failure never fails the grading).
+    send_on_commit(submission_graded, sender=Submission, submission_id=submission.pk)
     return run
 
 

@@ -23,8 +23,8 @@ MAX_ATTEMPTS = RETRY.max_attempts
     name="tasks.run_validation_item", bind=True, acks_late=True, reject_on_worker_lost=True
 )
 def run_validation_item_job(self: Task, message: dict[str, Any], attempt: int = 1) -> str:
+    from benchwright.celery import redelivered
     from graders.worker import grade_message, lost_worker_report
-    from submissions.jobs import redelivered
 
     if redelivered(self):  # its worker died mid-grading: count it, never loop
         report = lost_worker_report()

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from benchwright.state import TimeStamped
+from benchwright.state import ImmutableVersionError, TimeStamped
 
 # A task's kind names its grader. The list of kinds is the grading registry's
 # (graders.registry, the only one in the code); the database checks only that a kind
@@ -117,10 +117,6 @@ class Task(TimeStamped):
 
     def __str__(self) -> str:
         return self.slug
-
-
-class ImmutableVersionError(Exception):
-    """A TaskVersion (or one of its files) was about to change after being frozen."""
 
 
 class FrozenQuerySet(models.QuerySet[Any]):

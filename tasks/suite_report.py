@@ -96,20 +96,21 @@ def fit_problem(
         imported = _import_checked(path, fmt, level, outcome, relax=relax, **options)
         if imported is None or not outcome.cpu_shapes:
             return imported and imported[0], outcome
-        bundle, spec = imported
-        report, seconds = _grade_identity(bundle, spec, path, fmt)
-        first_note = (report.operator_notes or "").strip().splitlines()[:1]
-        reason = "; ".join([report.reason, *first_note])[:300]
-        error = (first_note or [report.reason])[0][:300]  # the reference's own error
-        if report.verdict.value == "needs_hardware":  # no size helps
+        bundle, task = imported
+        report, seconds = _grade_identity(task, identity_solution(bundle, path, fmt))
+        verdict, reason = str(report.get("verdict")), str(report.get("reason") or "")
+        first_note = str(report.get("operator_notes") or "").strip().splitlines()[:1]
+        error = (first_note or [reason])[0][:300]  # the reference's own error
+        reason = "; ".join([reason, *first_note])[:300]
+        if verdict == "needs_hardware":  # no size helps
             why = f"the reference needs a GPU on this host ({error})"
-        elif report.verdict.value in ("time_limit_exceeded", "memory_limit_exceeded"):
+        elif verdict in ("time_limit_exceeded", "memory_limit_exceeded"):
             # The reference itself, at the smallest size it runs at: no grading fits.
             why = (
                 f"the reference does not fit a CPU grading at {_size_name(bundle.shrink)} "
-                f"({report.verdict.value}: {error})"
+                f"({verdict}: {error})"
             )
-        elif report.verdict.value != "task_error":
+        elif verdict != "task_error":
             break
         else:
             failures.append(f"at {_size_name(bundle.shrink)}: {error}")
@@ -120,8 +121,8 @@ def fit_problem(
         imported = _import_checked(path, fmt, level, outcome, gpu_only=why[:300], **options)
         outcome.note = why[:600]
         return imported and imported[0], outcome
-    outcome.seconds, outcome.verdict, outcome.shrink = seconds, report.verdict.value, bundle.shrink
-    notes = [reason] if report.verdict.value != "accepted" else []
+    outcome.seconds, outcome.verdict, outcome.shrink = seconds, verdict, bundle.shrink
+    notes = [reason] if verdict != "accepted" else []
     if failures:
         notes.append(
             f"graded at {_size_name(bundle.shrink)}; the reference failed " + " / ".join(failures)
@@ -136,9 +137,10 @@ def grade_problem(path: Path, fmt: str, level: int | None, root: Path) -> Proble
 
 def _import_checked(
     path: Path, fmt: str, level: int | None, outcome: ProblemOutcome, **options: Any
-) -> tuple[ImportedBundle, Any] | None:
-    """The bundle and its grading spec, with ``outcome`` saying whether it imports and
-    its CPU shape sets."""
+) -> tuple[ImportedBundle, tuple[dict[str, Any], dict[str, str]]] | None:
+    """The bundle and the task it is (manifest, files), with ``outcome`` saying whether
+    it imports and its CPU shape sets."""
+    from graders.files import TaskUnreadable, read_bundle
     from graders.kernel.spec import GradingSpec, SpecError
 
     try:
@@ -149,26 +151,25 @@ def _import_checked(
     outcome.slug, outcome.imported = bundle.slug, True
     with tempfile.TemporaryDirectory() as scratch:
         try:
-            spec = GradingSpec.from_bundle_dir(bundle.write(Path(scratch)))
-        except SpecError as error:
+            manifest, files = read_bundle(bundle.write(Path(scratch)))
+            spec = GradingSpec.from_manifest(manifest, files)
+        except (SpecError, TaskUnreadable) as error:
             outcome.imported, outcome.note = False, f"the bundle does not parse: {error}"
             return None
     outcome.cpu_shapes = len(spec.shapes_for("cpu"))
-    return bundle, spec
+    return bundle, (manifest, files)
 
 
-def _grade_identity(bundle: ImportedBundle, spec: Any, path: Path, fmt: str) -> tuple[Any, float]:
-    from graders.kernel.grading import grade
-    from sandboxes import get_backend
-    from sandboxes.base import Limits
+def _grade_identity(
+    task: tuple[dict[str, Any], dict[str, str]], solution: dict[str, str]
+) -> tuple[dict[str, Any], float]:
+    """Grade the identity solution as a worker would (``graders.worker``)."""
+    from graders.worker import grade_message
 
+    manifest, task_files = task
     began = time.monotonic()
-    report = grade(
-        spec,
-        identity_solution(bundle, path, fmt),
-        backend=get_backend("bwrap"),
-        limits=Limits(),
-    )
+    message = {"manifest": manifest, "task_files": task_files, "submission_files": solution}
+    report = grade_message(message, backend_name="bwrap")
     return report, time.monotonic() - began
 
 

@@ -75,7 +75,7 @@ def submission_graded(*, submission_id: int) -> list[int]:
 
 
 def submission_reviewed(*, submission_id: int) -> list[int]:
-    """For the reviews app: call (on commit) when a submission's review is final."""
+    """A submission's review is final (``reviews.signals.submission_reviewed``)."""
     return event_publish(submission_id=submission_id, event=Event.SUBMISSION_REVIEWED)
 
 
