@@ -38,6 +38,7 @@ from typing import Any
 import pyarrow as pa
 from django.db.models import Q
 
+from graders.verdicts import Verdict
 from submissions.fingerprint import is_explanation, solution_key
 
 from . import source
@@ -288,7 +289,7 @@ class Builder:
                 if self._in_range(version, submission):
                     counts = stats[version.id]
                     counts.submissions += 1
-                    counts.accepted += submission.verdict == "accepted"
+                    counts.accepted += submission.verdict == Verdict.ACCEPTED
                     counts.score_sum += submission.score
         for version in versions:  # every version, with submissions or not
             row = rl_row(version, stats[version.id])

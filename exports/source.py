@@ -21,6 +21,7 @@ from typing import Any
 from django.db import NotSupportedError
 from django.db.models import CharField, Exists, F, Func, Lookup, OuterRef, Q, QuerySet
 
+from graders.verdicts import Verdict
 from reviews.models import (
     LineComment,
     OutcomeDecision,
@@ -335,7 +336,7 @@ def _not_final() -> Q:
 
 def accepted_constraint() -> Q:
     """Accepted by the grader, and not turned down by a final review."""
-    return Q(verdict="accepted") & (
+    return Q(verdict=Verdict.ACCEPTED) & (
         _not_final() | Q(review_outcome__decision=OutcomeDecision.ACCEPTED)
     )
 

@@ -18,8 +18,9 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from benchwright import roles
+from graders import registry
 from submissions import selectors as submission_selectors
-from submissions.models import Submission, SubmissionStatus
+from submissions.models import GradingRun, Submission, SubmissionStatus
 
 from .selectors import largest
 
@@ -91,6 +92,29 @@ def shape_rows(report: dict[str, Any] | None) -> list[ShapeRow]:
     ]
 
 
+@dataclass(frozen=True)
+class Figure:
+    """One of the kind's named metrics of a grading, as the page shows it."""
+
+    name: str
+    value: float | None
+    unit: str
+    better: str  # "higher" or "lower"
+    description: str
+
+
+def figures(kind: str, run: GradingRun | None) -> list[Figure]:
+    """The grading's metrics by name, as the task's kind declares them (none for a kind
+    with no registered grader)."""
+    if run is None or not registry.is_kind(kind):
+        return []
+    values = run.metrics if isinstance(run.metrics, dict) else {}
+    return [
+        Figure(m.name, values.get(m.name), m.unit, m.direction, m.description)
+        for m in registry.get(kind).metrics
+    ]
+
+
 def page_context(user: User | AnonymousUser, submission: Submission) -> dict[str, Any]:
     """What the submission page shows."""
     run = submission_selectors.latest_grading_run(submission)
@@ -115,6 +139,7 @@ def page_context(user: User | AnonymousUser, submission: Submission) -> dict[str
             else None,
         ),
         "shapes": shape_rows(report),
+        "figures": figures(submission.task_version.kind, run),
         "scores": submission_selectors.rubric_scores(submission, run),
         "outcome": submission_selectors.submission_review_outcome(submission),
         "grading": submission.status in GRADING,

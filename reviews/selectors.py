@@ -21,6 +21,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from benchwright import roles
+from graders.verdicts import Verdict
 from rubrics.models import Criterion, CriterionKind, CriterionScore
 from rubrics.services import rubric_total
 from submissions.models import GradingRun, Submission, SubmissionStatus
@@ -416,7 +417,7 @@ def _pair_candidates(reviewer: User) -> list[Submission]:
     return list(
         Submission.objects.filter(
             status__in=[SubmissionStatus.AWAITING_REVIEW, SubmissionStatus.REVIEWED],
-            verdict="accepted",
+            verdict=Verdict.ACCEPTED,
         )
         .exclude(task_version__task__owner_id=reviewer.pk)
         .exclude(submitter_id=reviewer.pk)

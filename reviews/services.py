@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from benchwright import roles
 from benchwright.state import sources_for, transition
+from graders.verdicts import Verdict
 from rubrics.models import Criterion, CriterionKind, CriterionScore, ScoreSource
 from rubrics.services import rubric_total
 from submissions import services as submission_services
@@ -60,7 +61,7 @@ MAX_FEEDBACK_CHARS = 20_000
 MAX_COMMENT_CHARS = 5_000
 MAX_LINE_COMMENTS = 200
 # Not a finished grading: the kernel still has to run on its target hardware.
-UNREVIEWED_VERDICTS = frozenset({"needs_hardware"})
+UNREVIEWED_VERDICTS = frozenset({Verdict.NEEDS_HARDWARE.value})
 
 
 class ReviewError(Exception):
@@ -153,7 +154,9 @@ def _reviewable() -> Q:
     with_code = Exists(
         SubmissionFile.objects.filter(submission=OuterRef("pk")).exclude(content__regex=r"^\s*$")
     )
-    wanted = Q(verdict="accepted") | Q(task_version__task__review_policy__review_failures=True)
+    wanted = Q(verdict=Verdict.ACCEPTED) | Q(
+        task_version__task__review_policy__review_failures=True
+    )
     return wanted & with_code & ~Q(verdict__in=UNREVIEWED_VERDICTS)
 
 

@@ -27,6 +27,7 @@ from django.db.models.functions import JSONObject
 from accounts import scopes as scope_names
 from benchwright import roles as role_names
 from graders import registry
+from graders.verdicts import Verdict
 from rubrics.models import Criterion, CriterionScore
 from rubrics.services import rubric_total
 
@@ -192,7 +193,7 @@ def speedup_view(speedup: float | None, timing: Mapping[str, Any] | None) -> dic
     elif not _true(timing.get("on_target")):
         scored = False
         reason = "not graded on the task's target hardware"
-    elif timing.get("verdict") != "accepted":
+    elif timing.get("verdict") != Verdict.ACCEPTED:
         scored = False
         reason = f"verdict {timing.get('verdict')}: a speedup counts only when accepted"
     else:

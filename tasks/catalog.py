@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from graders import registry
+from graders.verdicts import Verdict
 
 from .bundle import Bundle, BundleInvalid, load_bundle
 
-ACCEPTED = "accepted"
+ACCEPTED = Verdict.ACCEPTED.value
 
 
 @dataclass

@@ -26,6 +26,8 @@ from typing import Any
 import tomli_w
 import yaml
 
+from graders.verdicts import Verdict
+
 # The product of a scaled-down CPU shape set's sizes stays within this, so a grading
 # (the Triton interpreter included) takes seconds.
 CPU_ELEMENT_BUDGET = 32768
@@ -246,7 +248,7 @@ def _default_rubric() -> dict[str, Any]:
             "description": "The grader accepts the solution.",
             "points": 6,
             "kind": "automatic",
-            "rule": {"type": "verdict", "equals": "accepted"},
+            "rule": {"type": "verdict", "equals": Verdict.ACCEPTED.value},
         },
         {
             "id": "speedup-1.2x",

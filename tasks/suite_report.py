@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graders.verdicts import Verdict
+
 from .importers import (
     ImportedBundle,
     ProblemFormatError,
@@ -47,7 +49,9 @@ class ProblemOutcome:
             return "not imported"
         if not self.cpu_shapes:
             return "GPU-only"
-        return "identity accepted" if self.verdict == "accepted" else f"identity {self.verdict}"
+        return (
+            "identity accepted" if self.verdict == Verdict.ACCEPTED else f"identity {self.verdict}"
+        )
 
 
 def identity_solution(bundle: ImportedBundle, source: Path, fmt: str) -> dict[str, str]:
@@ -102,15 +106,15 @@ def fit_problem(
         first_note = str(report.get("operator_notes") or "").strip().splitlines()[:1]
         error = (first_note or [reason])[0][:300]  # the reference's own error
         reason = "; ".join([reason, *first_note])[:300]
-        if verdict == "needs_hardware":  # no size helps
+        if verdict == Verdict.NEEDS_HARDWARE:  # no size helps
             why = f"the reference needs a GPU on this host ({error})"
-        elif verdict in ("time_limit_exceeded", "memory_limit_exceeded"):
+        elif verdict in (Verdict.TIME_LIMIT_EXCEEDED, Verdict.MEMORY_LIMIT_EXCEEDED):
             # The reference itself, at the smallest size it runs at: no grading fits.
             why = (
                 f"the reference does not fit a CPU grading at {_size_name(bundle.shrink)} "
                 f"({verdict}: {error})"
             )
-        elif verdict != "task_error":
+        elif verdict != Verdict.TASK_ERROR:
             break
         else:
             failures.append(f"at {_size_name(bundle.shrink)}: {error}")
@@ -122,7 +126,7 @@ def fit_problem(
         outcome.note = why[:600]
         return imported and imported[0], outcome
     outcome.seconds, outcome.verdict, outcome.shrink = seconds, verdict, bundle.shrink
-    notes = [reason] if verdict != "accepted" else []
+    notes = [reason] if verdict != Verdict.ACCEPTED else []
     if failures:
         notes.append(
             f"graded at {_size_name(bundle.shrink)}; the reference failed " + " / ".join(failures)
@@ -184,9 +188,9 @@ def summary(outcomes: list[ProblemOutcome]) -> dict[str, object]:
         "problems": len(outcomes),
         "imported": sum(o.imported for o in outcomes),
         "with a CPU shape set": sum(bool(o.cpu_shapes) for o in outcomes),
-        "identity accepted": sum(o.verdict == "accepted" for o in outcomes),
+        "identity accepted": sum(o.verdict == Verdict.ACCEPTED for o in outcomes),
         "verdicts": dict(Counter(o.verdict for o in graded)),
-        "internal_error": sum(o.verdict == "internal_error" for o in outcomes),
+        "internal_error": sum(o.verdict == Verdict.INTERNAL_ERROR for o in outcomes),
         "median s per grading": round(times[len(times) // 2], 1) if times else None,
         "longest s": round(times[-1], 1) if times else None,
     }

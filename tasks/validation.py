@@ -18,6 +18,7 @@ from django.utils import timezone
 from benchwright.state import transition
 from graders import registry
 from graders.reports import storable
+from graders.verdicts import Verdict
 
 from .models import (
     VALIDATION_TRANSITIONS,
@@ -31,7 +32,7 @@ from .models import (
 from .selectors import grading_payload
 from .services.manifests import task_draft_hash
 
-ACCEPTED = "accepted"
+ACCEPTED = Verdict.ACCEPTED.value
 
 
 class NothingToValidate(Exception):
@@ -99,7 +100,7 @@ def validation_record(*, result_id: int, report: dict[str, Any]) -> ValidationRe
     if result is None or result.done:
         return None
     report = storable(report)
-    result.verdict = str(report.get("verdict") or "internal_error")
+    result.verdict = str(report.get("verdict") or Verdict.INTERNAL_ERROR)
     result.report = report
     result.save(update_fields=["verdict", "report", "updated_at"])
     run = ValidationRun.objects.select_for_update().get(pk=result.run_id)

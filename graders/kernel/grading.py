@@ -385,19 +385,55 @@ class _Grading:
             return
         self.report.logs = {"stdout": _tail(result.stdout), "stderr": _tail(result.stderr)}
         limit = limit_verdict(result)
+        # The wall limit ran out (the sandbox's, or the grader's own deadline), rather
+        # than a call's timeout or the CPU time limit, which are the submission's alone.
+        wall_ran_out = (
+            result.limit_exceeded == "wall_time" or time.monotonic() >= self.deadline - 1.0
+        )
         if limit and self.report.verdict not in LIMITS_DO_NOT_OVERRIDE:
             self.report.verdict, self.report.reason = limit
+            if self.report.verdict == Verdict.TIME_LIMIT_EXCEEDED and wall_ran_out:
+                self._blame_wall_time()
         elif result.memory_limit_hit and self.report.verdict in MEMORY_CAUSED:
             # The run reached its memory limit and then failed or stalled: that is why.
             self.report.verdict = Verdict.MEMORY_LIMIT_EXCEEDED
             self.report.reason = (
                 f"the submission process reached its memory limit ({self.report.reason})"
             )
+        elif self.report.verdict == Verdict.TIME_LIMIT_EXCEEDED and wall_ran_out:
+            self._blame_wall_time()
         elif (
             self.report.verdict == Verdict.RUNTIME_ERROR
             and "ended unexpectedly" in self.report.reason
         ):
             self.report.reason += f"; {_exit_status(result)}"
+
+    def _blame_wall_time(self) -> None:
+        """Keep ``time_limit_exceeded`` when the wall time that ran out went to the
+        submission.
+
+        The submission's process lives from the first trial to the last timed batch,
+        so its wall limit also pays for the inputs and reference processes' work. It is
+        the submission's fault when it took at least half of that time, or more than
+        the trusted processes together; otherwise the task's own work filled the budget
+        (a host too busy, or shapes too large for the limit) and blaming the
+        submission would fail honest code: that is an ``internal_error``, graded
+        again, which an operator sees."""
+        assert self.sub is not None
+        own = self.sub.waited_s
+        trusted = sum(side.waited_s for side in (self.gen, self.ref) if side is not None)
+        if own >= 0.5 * self.limits.wall_time_s or own > trusted:
+            return
+        self.report.verdict = Verdict.INTERNAL_ERROR
+        self.report.reason = (
+            f"the grading ran out of wall time ({self.limits.wall_time_s:.0f} s), but only "
+            f"{own:.0f} s of it waiting on the submission: the task's own processes took "
+            f"{trusted:.0f} s (a busy host, or a task too large for its time limit)"
+        )
+        self.report.operator_notes += (
+            f"\nwall time: submission {own:.1f} s, inputs and reference {trusted:.1f} s, "
+            f"limit {self.limits.wall_time_s:.0f} s"
+        )
 
     def _finish(self, side: Side) -> RunResult | None:
         try:
@@ -554,6 +590,10 @@ class _Grading:
             self._freeze(side)
         self._check_outside("after importing the solution")
         self.ref.busy_s = self.sub.busy_s = 0.0
+        # The three processes start and import side by side: the first waits absorb
+        # their shared start-up, so only the submission keeps what it took beyond the
+        # others (a slow import is its own).
+        self.gen.waited_s = self.ref.waited_s = 0.0
 
     def _load_header(self, role: str, entry: str) -> dict[str, Any]:
         return {

@@ -90,6 +90,10 @@ class Side:
         self.buffer = bytearray()
         self.seq = 0
         self.busy_s = 0.0
+        # Every second the grader spent waiting on this process (start-up, imports,
+        # calls, and waits that ended in a timeout or a kill): whose time a wall limit
+        # went to (``_Grading.close``).
+        self.waited_s = 0.0
         self.killed_by_watchdog = False
         self.result: RunResult | None = None
         self.pid = 0  # the harness process, on the host
@@ -117,7 +121,10 @@ class Side:
 
     def await_reply(self, op: str, timeout_s: float, max_bytes: int = DEFAULT_REPLY_CAP) -> Reply:
         started = time.perf_counter()
-        header, blobs = self._read_message(time.monotonic() + timeout_s, max_bytes, op)
+        try:
+            header, blobs = self._read_message(time.monotonic() + timeout_s, max_bytes, op)
+        finally:
+            self.waited_s += time.perf_counter() - started
         if header.get("op") != op or header.get("seq") != self.seq:
             raise SideFailure(
                 self.role, "protocol", f"reply out of order (expected {op} #{self.seq})"

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from accounts import services as account_services
 from benchwright import roles
@@ -121,6 +123,14 @@ def test_a_kind_defined_only_in_the_tests_goes_the_whole_way(
     assert KEY not in shown and "operator_notes" not in shown, "the key stays hidden"
     stored = GradingRun.objects.get(submission_id=wrong)
     assert KEY in stored.report["operator_notes"]  # kept for operators only
+
+    # The submission page lists the kind's figures by name.
+    browser = Client()
+    browser.force_login(pipeline)
+    page = browser.get(f"/submissions/{right}/").content.decode()
+    figure_row = r'<tr data-metric="matched"><td><code>matched</code></td><td class="num">1'
+    assert re.search(figure_row, page), "the figure by its name"
+    assert KEY not in browser.get(f"/submissions/{wrong}/").content.decode()
 
     # The kind scores its own automatic rule.
     def met(body: dict[str, Any]) -> dict[str, bool | None]:

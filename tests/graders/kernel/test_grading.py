@@ -537,3 +537,59 @@ def test_calls_too_short_to_time_are_reported_but_not_scored(backend: Sandbox) -
     assert report.timing.witness["bookkeeping_share"] > 0.25
     assert "not scored" in report.reason
     assert report.hardware["timed_on_cpu"] in os.sched_getaffinity(0)
+
+
+SLOW_REFERENCE = """
+import time
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        time.sleep(SLEEP_S)  # the task's own code is slow: the host's time goes to it
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+FAST_SOLUTION = """
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+def test_a_wall_limit_the_task_itself_fills_is_not_blamed_on_the_submission(
+    backend: Sandbox, tmp_path: Path
+) -> None:
+    """The submission's process lives through the whole grading, so its wall limit also
+    pays for the reference's work: when that work, not the submission, used it up, the
+    verdict is the platform's (retried), never time_limit_exceeded on honest code."""
+    spec = bare_spec(tmp_path, "slow.py", SLOW_REFERENCE.replace("SLEEP_S", "0.8"))
+    report = grade(
+        spec, {"solution.py": FAST_SOLUTION}, backend=backend, limits=Limits(wall_time_s=8)
+    )
+    assert report.verdict == Verdict.INTERNAL_ERROR, report.reason
+    assert "ran out of wall time" in report.reason and "task's own processes" in report.reason
+    assert "wall time: submission" in report.operator_notes
+
+    # A submission slower than the task's own work is still the one that ran out of time.
+    spec = bare_spec(tmp_path, "quick.py", SLOW_REFERENCE.replace("SLEEP_S", "0.01"))
+    slow = FAST_SOLUTION.replace(
+        "        return torch.relu(x)",
+        "        __import__('time').sleep(0.8)\n        return torch.relu(x)",
+    )
+    report = grade(spec, {"solution.py": slow}, backend=backend, limits=Limits(wall_time_s=8))
+    assert report.verdict == Verdict.TIME_LIMIT_EXCEEDED, report.reason
