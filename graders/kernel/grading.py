@@ -409,30 +409,33 @@ class _Grading:
             self.report.reason += f"; {_exit_status(result)}"
 
     def _blame_wall_time(self) -> None:
-        """Keep ``time_limit_exceeded`` when the wall time that ran out went to the
-        submission.
+        """Keep ``time_limit_exceeded`` unless the task's own work filled the wall time.
 
         The submission's process lives from the first trial to the last timed batch,
-        so its wall limit also pays for the inputs and reference processes' work. It is
-        the submission's fault when it took at least half of that time, or more than
-        the trusted processes together; otherwise the task's own work filled the budget
-        (a host too busy, or shapes too large for the limit) and blaming the
-        submission would fail honest code: that is an ``internal_error``, graded
-        again, which an operator sees."""
-        assert self.sub is not None
-        own = self.sub.waited_s
+        so its wall limit also pays for the inputs and reference processes' work. Only
+        the grader's waits on those trusted processes count as the task's (the
+        submission is frozen while they run, so it cannot stretch them); every other
+        second, including any the submission could make the grader lose (a blocked
+        pipe, a slow read of its memory), counts as the submission's. When the task's
+        processes took at least half of the limit and at least as long as all the rest,
+        blaming the submission would fail honest code on a busy host or a task too
+        large for its limit: that is an ``internal_error``, graded again, which an
+        operator sees."""
+        wall = self.limits.wall_time_s
+        elapsed = time.monotonic() - (self.deadline - wall)
         trusted = sum(side.waited_s for side in (self.gen, self.ref) if side is not None)
-        if own >= 0.5 * self.limits.wall_time_s or own > trusted:
+        rest = elapsed - trusted
+        if trusted < 0.5 * wall or trusted < rest:
             return
         self.report.verdict = Verdict.INTERNAL_ERROR
         self.report.reason = (
-            f"the grading ran out of wall time ({self.limits.wall_time_s:.0f} s), but only "
-            f"{own:.0f} s of it waiting on the submission: the task's own processes took "
-            f"{trusted:.0f} s (a busy host, or a task too large for its time limit)"
+            f"the grading ran out of wall time ({wall:.0f} s), {trusted:.0f} s of it in the "
+            f"task's own processes and {rest:.0f} s in the submission and the grader (a busy "
+            "host, or a task too large for its time limit)"
         )
         self.report.operator_notes += (
-            f"\nwall time: submission {own:.1f} s, inputs and reference {trusted:.1f} s, "
-            f"limit {self.limits.wall_time_s:.0f} s"
+            f"\nwall time: inputs and reference {trusted:.1f} s, everything else {rest:.1f} s, "
+            f"limit {wall:.0f} s"
         )
 
     def _finish(self, side: Side) -> RunResult | None:

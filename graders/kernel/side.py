@@ -90,9 +90,10 @@ class Side:
         self.buffer = bytearray()
         self.seq = 0
         self.busy_s = 0.0
-        # Every second the grader spent waiting on this process (start-up, imports,
-        # calls, and waits that ended in a timeout or a kill): whose time a wall limit
-        # went to (``_Grading.close``).
+        # Every second the grader spent blocked on this process (sending it commands
+        # and waiting for its replies, including waits that ended in a timeout or a
+        # kill). Believed for the trusted processes only: whose time a wall limit
+        # went to (``_Grading._blame_wall_time``).
         self.waited_s = 0.0
         self.killed_by_watchdog = False
         self.result: RunResult | None = None
@@ -113,11 +114,16 @@ class Side:
         parts = encode_frame({**(header or {}), "op": op, "seq": self.seq}, blobs or [])
         # The header and small blobs go as one write; large blobs as they are, uncopied.
         small = b"".join(bytes(part) for part in parts[:2])
+        started = time.perf_counter()
         try:
             for part in [small, *parts[2:]]:
                 self.process.send(part)
         except (OSError, ValueError) as exc:
+            if self.killed_by_watchdog:  # it stopped reading its commands: a hang
+                raise SideFailure(self.role, "timeout", f"it took no {op} command in time") from exc
             raise SideFailure(self.role, "gone", f"its command pipe is closed ({exc})") from exc
+        finally:
+            self.waited_s += time.perf_counter() - started
 
     def await_reply(self, op: str, timeout_s: float, max_bytes: int = DEFAULT_REPLY_CAP) -> Reply:
         started = time.perf_counter()

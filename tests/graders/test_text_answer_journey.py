@@ -75,7 +75,7 @@ def graded(client: Any, pk: int) -> dict[str, Any]:
 
 
 def test_a_kind_defined_only_in_the_tests_goes_the_whole_way(
-    celery_worker_process, text_answer, tmp_path, settings
+    celery_worker_process, text_answer, tmp_path, settings, monkeypatch
 ):
     settings.MEDIA_ROOT = str(tmp_path / "media")
     author = factories.make_user(roles.AUTHOR, username="quizmaster")
@@ -84,10 +84,17 @@ def test_a_kind_defined_only_in_the_tests_goes_the_whole_way(
     _, token = account_services.token_create(user=pipeline, name="ci", scopes=["read", "submit"])
     client = bearer(token)
 
-    # manage.py grade takes the kind from the bundle, with no database.
+    # manage.py grade takes the kind from the bundle, with no database, and
+    # validate_tasks grades its answers in worker processes that register the kind
+    # from the environment, as a deployment's do.
     out = io.StringIO()
     call_command("grade", str(BUNDLE), str(BUNDLE / "answer.txt"), "--json", stdout=out)
     assert json.loads(out.getvalue())["verdict"] == "accepted"
+    monkeypatch.setenv("BENCHWRIGHT_TASK_KINDS", "text-answer=tests.graders.text_answer:TextAnswer")
+    out = io.StringIO()
+    call_command("validate_tasks", str(BUNDLE), stdout=out)
+    assert "all 1 bundle(s) valid" in out.getvalue()
+    assert "bad/answer.txt: wrong_answer" in out.getvalue()
 
     # Import as a draft and validate on the real worker: the expert answer is
     # accepted, the negative gets the verdict it names.
