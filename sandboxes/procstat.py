@@ -124,6 +124,21 @@ def foreign_mappings(pid: int) -> list[tuple[int, int, str]]:
     return found
 
 
+def mapping_ranges(pid: int) -> set[tuple[int, int]]:
+    """(start, end) of every mapping of a process, as /proc/<pid>/maps lists them now
+    (empty when it cannot be read)."""
+    found = set()
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                low, _, rest = line.partition("-")
+                high = rest.split(maxsplit=1)[0] if rest else ""
+                found.add((int(low, 16), int(high, 16)))
+    except (OSError, ValueError):
+        return set()
+    return found
+
+
 def current_cpu() -> int:
     """The CPU the calling thread runs on now."""
     with open("/proc/thread-self/stat", "rb") as handle:

@@ -870,6 +870,13 @@ class _Grading:
                 f"{clean_text(sub.shared_mapping, 80)}, which other mappings can alias: "
                 "an output must be the call's own (private, anonymous) memory"
             )
+        if sub.held_before and not ref.held_before:
+            raise self.violation(
+                f"call {index + 1} returned memory its process already held before the "
+                "batch began (a buffer kept from an earlier call) where the reference "
+                "returns new memory: each call must allocate its output, since a kept "
+                "buffer skips that cost and overwrites what a caller kept"
+            )
         # The storages the harness names and the bytes the grader read: the first are the
         # submission's word, the second are where its answer really is.
         storages = [*sub.info.storages, *sub.info.read]
