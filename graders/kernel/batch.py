@@ -36,6 +36,11 @@ from .inputs import Placed
 from .outputs import OutputInfo, OutputTooLarge, OutputUnusable
 from .side import Side, SideFailure, clean_text
 
+# Blocks of this size and more get a mapping of their own from the harness processes'
+# allocator, new each time (``MALLOC_ENV`` in grading.py sets it; 32 MiB is the
+# largest threshold glibc takes); smaller ones come from the heap.
+MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
+
 # Run time of threads other than the harness's main thread, per batch, that is
 # still "nothing": the kernel's accounting of a thread woken for a signal.
 OTHER_THREADS_SLACK_S = 0.005
@@ -173,19 +178,23 @@ def _find_shared_memory(side: Side, batch: Batch) -> None:
 
 
 def _find_held_memory(side: Side, batch: Batch, held: set[tuple[int, int]]) -> None:
-    """Outputs in a mapping that existed before the batch began. A large output (32 MiB
-    and more, ``MALLOC_ENV``) gets a mapping of its own, new each call, and its pages
-    are faulted in as it is written; one that lies in a mapping kept from before was
-    not allocated by the call (a pool of buffers handed out in turn), which skips the
-    cost the reference pays. Small outputs share the heap in both processes alike, so
-    the grader compares with the reference's outputs before deciding."""
+    """Large outputs in a mapping that existed before the batch began. An output of
+    ``MMAP_THRESHOLD_BYTES`` and more gets a mapping of its own, new each call, whose
+    pages are faulted in as it is written; one that lies in a mapping kept from before
+    was not allocated by the call (a pool of buffers handed out in turn), which skips
+    the cost the reference pays. Smaller outputs come from the heap, whose mapping
+    grows or not from call to call in either process, so they are not judged here
+    (reuse within a batch is: ``check_pair``); the grader also compares with the
+    reference's outputs before deciding."""
     if not held:
         return
     mappings = procstat.mapping_ranges(side.pid)
     for call in batch.calls:
         for low, size in (*call.info.storages, *call.info.read):
+            if size < MMAP_THRESHOLD_BYTES:
+                continue
             for start, end in mappings:
-                if size and start <= low < end and (start, end) in held:
+                if start <= low < end and (start, end) in held:
                     call.held_before = True
 
 

@@ -49,7 +49,7 @@ from sandboxes import procstat
 from sandboxes.base import GiB, Limits, MiB, RunRequest, RunResult, Sandbox, SandboxError
 from sandboxes.cgroups import FreezeTimeout
 
-from .batch import OTHER_THREADS_SLACK_S, Batch, BatchStop, Call, run_batch
+from .batch import MMAP_THRESHOLD_BYTES, OTHER_THREADS_SLACK_S, Batch, BatchStop, Call, run_batch
 from .compare import Comparison, compare_outputs
 from .harness.protocol import (
     HARNESS_VERSION,
@@ -124,7 +124,7 @@ MAX_STATE_BYTES = 4 * GiB
 # from the heap instead, MALLOC_MMAP_MAX_=0, grew a process that maps a file on every
 # call past its memory limit.) Thread counts are pinned too.
 MALLOC_ENV = {
-    "MALLOC_MMAP_THRESHOLD_": "33554432",
+    "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD_BYTES),
     "MALLOC_TRIM_THRESHOLD_": "4294967296",
 }
 
