@@ -13,6 +13,7 @@ CATALOG = Path(__file__).resolve().parent.parent / "reference_solutions"
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timeout(1500)  # some twenty gradings, two at a time: minutes on a busy host
 def test_every_catalog_bundle_validates():
     folders, skipped = find_bundles(CATALOG)
     assert len(folders) >= 16

@@ -579,9 +579,9 @@ def test_a_wall_limit_the_task_itself_fills_is_not_blamed_on_the_submission(
     """The submission's process lives through the whole grading, so its wall limit also
     pays for the reference's work: when that work, not the submission, used it up, the
     verdict is the platform's (retried), never time_limit_exceeded on honest code."""
-    spec = bare_spec(tmp_path, "slow.py", SLOW_REFERENCE.replace("BUSY_S", "5.0"))
+    spec = bare_spec(tmp_path, "slow.py", SLOW_REFERENCE.replace("BUSY_S", "8.0"))
     report = grade(
-        spec, {"solution.py": FAST_SOLUTION}, backend=backend, limits=Limits(wall_time_s=20)
+        spec, {"solution.py": FAST_SOLUTION}, backend=backend, limits=Limits(wall_time_s=30)
     )
     assert report.verdict == Verdict.INTERNAL_ERROR, report.reason
     assert "ran out of wall time" in report.reason and "task's own processes" in report.reason
@@ -591,7 +591,7 @@ def test_a_wall_limit_the_task_itself_fills_is_not_blamed_on_the_submission(
     spec = bare_spec(tmp_path, "quick.py", SLOW_REFERENCE.replace("BUSY_S", "0.01"))
     slow = FAST_SOLUTION.replace(
         "        return torch.relu(x)",
-        "        __import__('time').sleep(5.0)\n        return torch.relu(x)",
+        "        __import__('time').sleep(8.0)\n        return torch.relu(x)",
     )
-    report = grade(spec, {"solution.py": slow}, backend=backend, limits=Limits(wall_time_s=20))
+    report = grade(spec, {"solution.py": slow}, backend=backend, limits=Limits(wall_time_s=30))
     assert report.verdict == Verdict.TIME_LIMIT_EXCEEDED, report.reason
