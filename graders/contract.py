@@ -96,6 +96,30 @@ class RetryPolicy:
 RETRY = RetryPolicy()
 
 
+@dataclass(frozen=True)
+class TaskFileInfo:
+    """A task file as validation sees it."""
+
+    path: str
+    role: str
+    expected_verdict: str  # negatives only
+    text: str
+
+
+@dataclass(frozen=True)
+class ValidationCandidate:
+    """One grading a validation run makes: what is graded, as what, and the verdict it
+    must get. ``path`` is a bundle file's path, or a label in parentheses for a
+    grading of the kind's own (``"(unchanged source)"``); ``role`` the role of what is
+    graded; ``overrides`` go into the grading message."""
+
+    path: str
+    role: str
+    expected_verdict: str
+    submission_files: Mapping[str, str]
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+
 class GradingTableError(ValueError):
     """A problem in a bundle's grading settings, naming the file and the field."""
 
@@ -159,6 +183,27 @@ class TaskKind(ABC):
         except GradingTableError as error:
             if error.file == "task.toml" and error.field.startswith("grading"):
                 raise
+
+    def validation_candidates(
+        self, manifest: Mapping[str, Any], files: Sequence[TaskFileInfo]
+    ) -> list[ValidationCandidate]:
+        """What validating a task grades: by default its expert solution (which must be
+        accepted) and each negative example (which must get its expected verdict), each
+        graded as a submission would be, alone under its own name. A kind adds its own
+        checks (a debugging task's unchanged source must fail its tests)."""
+        ordered = sorted(files, key=lambda f: (f.role != "solution", f.path))
+        return [
+            ValidationCandidate(
+                path=f.path,
+                role=f.role,
+                expected_verdict=(
+                    Verdict.ACCEPTED.value if f.role == "solution" else f.expected_verdict
+                ),
+                submission_files={f.path.rpartition("/")[2]: f.text},
+            )
+            for f in ordered
+            if f.role in ("solution", "negative")
+        ]
 
     # -- grading ----------------------------------------------------------------------
 

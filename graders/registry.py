@@ -23,6 +23,7 @@ from .contract import CPU_QUEUE, TaskKind
 # name -> "module:Class" of the kinds that ship with the platform.
 BUILT_IN: dict[str, str] = {
     "kernel": "graders.kernel.kind:KernelKind",
+    "debugging": "graders.debugging.kind:DebuggingKind",
 }
 
 EXTRA_KINDS_ENV = "BENCHWRIGHT_TASK_KINDS"

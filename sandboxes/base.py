@@ -139,6 +139,8 @@ class RunResult:
     # The memory cgroup reached its limit at some point (the kernel had to reclaim or
     # kill), whether or not that is what ended the run.
     memory_limit_hit: bool = False
+    # The most memory the run held at once, read from its cgroup (None where unknown).
+    memory_peak_bytes: int | None = None
 
     @property
     def ok(self) -> bool:

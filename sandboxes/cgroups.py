@@ -108,6 +108,12 @@ class RunCgroup(ABC):
         """Whether a fork or thread creation failed on the task ceiling."""
 
     @abstractmethod
+    def memory_peak_bytes(self) -> int | None:
+        """The most memory everything in the cgroup held at once, as the kernel counts
+        it (None where the kernel does not keep the figure). Nothing inside the sandbox
+        can reset it: the cgroup files are not mounted there."""
+
+    @abstractmethod
     def freeze(
         self, timeout_s: float = FREEZE_TIMEOUT_S, unless: Callable[[], bool] = lambda: False
     ) -> None:
@@ -215,6 +221,13 @@ def _write(path: Path, value: str) -> None:
         handle.write(value)
 
 
+def _read_count(path: Path) -> int | None:
+    try:
+        return int(_read(path).strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def _keyed(text: str) -> dict[str, int]:
     """``key value`` lines (memory.events, pids.events, cpu.stat) as a dict."""
     out: dict[str, int] = {}
@@ -291,6 +304,9 @@ class V1RunCgroup(RunCgroup):
             return _keyed(_read(self.pids_dir / "pids.events")).get("max", 0) > 0
         except FileNotFoundError:
             return False
+
+    def memory_peak_bytes(self) -> int | None:
+        return _read_count(self.memory / "memory.max_usage_in_bytes")
 
 
 @dataclass
@@ -369,6 +385,9 @@ class V2RunCgroup(RunCgroup):
             return _keyed(_read(self.path / "pids.events")).get("max", 0) > 0
         except FileNotFoundError:
             return False
+
+    def memory_peak_bytes(self) -> int | None:
+        return _read_count(self.path / "memory.peak")  # kernels from 5.19
 
     def freeze(
         self, timeout_s: float = FREEZE_TIMEOUT_S, unless: Callable[[], bool] = lambda: False

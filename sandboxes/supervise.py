@@ -380,6 +380,7 @@ class SupervisedProcess(SandboxProcess):
         cgroup = self._cgroup()
         return RunResult(
             memory_limit_hit=cgroup.memory_limit_hit() if cgroup is not None else False,
+            memory_peak_bytes=cgroup.memory_peak_bytes() if cgroup is not None else None,
             exit_code=exit_code,
             signal=sig,
             stdout=bytes(self._stdout.data),

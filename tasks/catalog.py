@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from graders import registry
+from graders.contract import TaskFileInfo, ValidationCandidate
 from graders.verdicts import Verdict
 
 from .bundle import Bundle, BundleInvalid, load_bundle
@@ -56,12 +57,14 @@ class BundleCheck:
         return next((f for f in self.files if f.role == "solution"), None)
 
 
-def _candidates(bundle: Bundle) -> list[FileCheck]:
-    return [
-        FileCheck(f.path, f.role, ACCEPTED if f.role == "solution" else f.expected_verdict)
-        for f in sorted(bundle.files, key=lambda f: (f.role != "solution", f.path))
-        if f.role in ("solution", "negative")
-    ]
+def _candidates(bundle: Bundle) -> list[ValidationCandidate]:
+    """What validating the bundle grades, as its kind says (``validation_candidates``)."""
+    files = [TaskFileInfo(f.path, f.role, f.expected_verdict or "", f.text) for f in bundle.files]
+    return registry.get(bundle.kind).validation_candidates(bundle.manifest, files)
+
+
+def _check(candidate: ValidationCandidate) -> FileCheck:
+    return FileCheck(candidate.path, candidate.role, candidate.expected_verdict)
 
 
 def bundle_message(
@@ -83,13 +86,10 @@ def _grade_one(args: tuple[str, str, str | None]) -> FileCheck:
     from graders.worker import grade_message
 
     bundle = load_bundle(folder)
-    check = next(c for c in _candidates(bundle) if c.path == path)
-    text = next(f.text for f in bundle.files if f.path == path)
-    message = bundle_message(
-        bundle,
-        {posixpath.basename(path): text},
-        overrides={"hardware": hardware} if hardware else {},
-    )
+    candidate = next(c for c in _candidates(bundle) if c.path == path)
+    check = _check(candidate)
+    overrides = {**candidate.overrides, **({"hardware": hardware} if hardware else {})}
+    message = bundle_message(bundle, dict(candidate.submission_files), overrides=overrides)
     report = grade_message(message, backend_name="bwrap")
     kind = registry.get(bundle.kind)
     check.verdict = str(report.get("verdict"))
@@ -116,7 +116,7 @@ def check_bundles(
             check.error = str(error)
             continue
         check.slug, check.hardware = bundle.slug, bundle.hardware
-        check.files = _candidates(bundle)
+        check.files = [_check(c) for c in _candidates(bundle)]
         work.extend((str(folder), f.path, hardware) for f in check.files)
     context = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
@@ -139,7 +139,7 @@ def format_table(checks: list[BundleCheck]) -> str:
             f"{posixpath.basename(f.path)}: {f.verdict}"
             + ("" if f.passed else f" (expected {f.expected})")
             for f in check.files
-            if f.role == "negative"
+            if f.role != "solution"
         )
         rows.append(
             (

@@ -8,7 +8,6 @@ expected one. The run passes when every file got its expected verdict.
 
 from __future__ import annotations
 
-import posixpath
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -17,6 +16,7 @@ from django.utils import timezone
 
 from benchwright.state import transition
 from graders import registry
+from graders.contract import TaskFileInfo, ValidationCandidate
 from graders.reports import storable
 from graders.verdicts import Verdict
 
@@ -24,7 +24,6 @@ from .models import (
     VALIDATION_TRANSITIONS,
     FileRole,
     Task,
-    TaskFile,
     ValidationResult,
     ValidationRun,
     ValidationStatus,
@@ -32,36 +31,27 @@ from .models import (
 from .selectors import grading_payload
 from .services.manifests import task_draft_hash
 
-ACCEPTED = Verdict.ACCEPTED.value
-
 
 class NothingToValidate(Exception):
     """The draft has no solution file to grade."""
 
 
-def _candidates(task: Task) -> list[TaskFile]:
-    return list(task.files.filter(role__in=[FileRole.SOLUTION, FileRole.NEGATIVE]).order_by("path"))
+def _candidates(task: Task, payload: dict[str, Any]) -> list[ValidationCandidate]:
+    """What validating the draft grades, as its kind says: by default the solution and
+    each negative, graded as a submission would be."""
+    files = [
+        TaskFileInfo(f.path, f.role, f.expected_verdict, f.content)
+        for f in task.files.order_by("path")
+    ]
+    return registry.get(task.kind).validation_candidates(payload["manifest"], files)
 
 
 @transaction.atomic
 def validation_start(*, task: Task, user: User | None) -> ValidationRun:
     """Start grading the draft's solution and negatives; jobs go out on commit."""
 
-    candidates = _candidates(task)
-    if not any(f.role == FileRole.SOLUTION for f in candidates):
+    if not task.files.filter(role=FileRole.SOLUTION).exists():
         raise NothingToValidate(f"{task.slug} has no file with role 'solution' to validate")
-    run = ValidationRun.objects.create(
-        task=task, content_hash=task_draft_hash(task), created_by=user
-    )
-    results = ValidationResult.objects.bulk_create(
-        ValidationResult(
-            run=run,
-            path=f.path,
-            role=f.role,
-            expected_verdict=ACCEPTED if f.role == FileRole.SOLUTION else f.expected_verdict,
-        )
-        for f in candidates
-    )
     payload = grading_payload(
         slug=task.slug,
         kind=task.kind,
@@ -69,15 +59,22 @@ def validation_start(*, task: Task, user: User | None) -> ValidationRun:
         grading=task.grading,
         files=task.files.all(),
     )
-    by_path = {f.path: f for f in candidates}
+    candidates = _candidates(task, payload)
+    run = ValidationRun.objects.create(
+        task=task, content_hash=task_draft_hash(task), created_by=user
+    )
+    results = ValidationResult.objects.bulk_create(
+        ValidationResult(run=run, path=c.path, role=c.role, expected_verdict=c.expected_verdict)
+        for c in candidates
+    )
     messages = [
         {
             **payload,
             "validation_result_id": result.pk,
-            # Graded as a submission would be: the candidate alone, under its own name.
-            "submission_files": {posixpath.basename(result.path): by_path[result.path].content},
+            "submission_files": dict(candidate.submission_files),
+            "overrides": dict(candidate.overrides),
         }
-        for result in results
+        for result, candidate in zip(results, candidates, strict=True)
     ]
     transaction.on_commit(lambda: _enqueue(messages, task.kind, task.hardware))
     return run

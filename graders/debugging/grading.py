@@ -1,0 +1,472 @@
+"""Grading a fix: run the task's tests on the fixed tree and on the expert fix's,
+in the sandbox, and decide every test outside it.
+
+1. The fix is checked and applied on the trusted side (``fix.apply_fix``); the
+   tests are not in the tree it is applied to, and reach the sandbox only with
+   the fixed tree.
+2. A secret seed is drawn. The tests run in one sandboxed runner process per
+   side (``runner/main.py``), one command per test with the task's per-test
+   time limit; a test that hangs, crashes or garbles the channel ends that
+   process, and the rest of the tests go on in a new one. A test with a
+   peak-memory budget runs alone, so that its sandbox's peak (read from the
+   cgroup, outside) is its own.
+3. A test passes when the expert fix's run returned a value, the fix's run
+   returned a value equal to it within the task's per-dtype tolerances (NaN
+   and infinities exactly), inside the time limit, and, where the task says
+   so, within its memory budget over the expert's peak. What a test "says"
+   inside its process (an assert that passed, a skip, an exit code of 0)
+   counts for nothing: the code under test can forge any of it.
+4. Resolved: every FAIL_TO_PASS and every PASS_TO_PASS test passes.
+
+For validation the grader can also check the unchanged tree (``baseline``:
+every FAIL_TO_PASS test must fail and every PASS_TO_PASS test pass) and run
+each side several times on fresh seeds (``repeat``), reporting a test whose
+outcome changes as flaky.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graders.contract import tail
+from graders.kernel.compare import compare_outputs
+from graders.kernel.harness.protocol import ProtocolError, unpack_tree
+from graders.kernel.side import Side, SideFailure, clean_text
+from graders.kernel.spec import Tolerance
+from graders.reports import storable
+from graders.verdicts import Verdict
+from sandboxes.base import Limits, RunRequest, Sandbox, SandboxError
+
+from .fix import AppliedFix, FixRefused, apply_fix
+from .spec import DebugSpec, TestId
+
+RUNNER_DIR = Path(__file__).resolve().parent / "runner"
+HARNESS_DIR = Path(__file__).resolve().parent.parent / "kernel" / "harness"
+MOUNT = "/opt/benchwright"
+WORKDIR = "/work"
+BOOTSTRAP = f"import sys; sys.path.insert(0, {MOUNT!r}); from runner.main import main; main()"
+STARTUP_TIMEOUT_S = 120.0
+REPLY_CAP = 256 * 1024 * 1024
+OUTPUT_CHARS = 4000
+MiB = 1024 * 1024
+
+# A failing test's outcome, and the verdict it stands for when it decides a grading
+# (most telling first).
+OUTCOME_VERDICTS = (
+    ("timeout", Verdict.TIME_LIMIT_EXCEEDED),
+    ("memory", Verdict.MEMORY_LIMIT_EXCEEDED),
+    ("exited", Verdict.INTEGRITY_VIOLATION),
+    ("crashed", Verdict.RUNTIME_ERROR),
+    ("raised", Verdict.RUNTIME_ERROR),
+    ("failed", Verdict.WRONG_ANSWER),
+    ("mismatch", Verdict.WRONG_ANSWER),
+)
+
+
+@dataclass
+class SideRun:
+    """One test on one side, as the sandbox and the runner's reply showed it."""
+
+    status: str  # returned | raised | timeout | crashed | exited | memory | garbled
+    value_node: Any = None
+    value: Any = None
+    error: dict[str, str] = field(default_factory=dict)
+    output: str = ""
+    seconds: float = 0.0
+    peak_bytes: int | None = None
+    message: str = ""
+
+
+@dataclass
+class TestOutcome:
+    test: TestId
+    group: str
+    visible: bool
+    outcome: str  # passed | mismatch | failed | raised | timeout | crashed | exited | memory
+    message: str  # may quote the expert's values: for operators and visible tests only
+    seconds: float
+    output: str
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.test.id,
+            "group": self.group,
+            "visible": self.visible,
+            "outcome": self.outcome,
+            "message": self.message,
+            "seconds": round(self.seconds, 3),
+            "output": self.output,
+        }
+
+
+class TaskProblem(Exception):
+    """The task's own expert fix or tests failed: a task_error, never the solver's."""
+
+
+def _env(spec: DebugSpec) -> dict[str, str]:
+    return {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": WORKDIR,
+        "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's own private tmpfs
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "BENCHWRIGHT_THREADS": "1",
+        "TRITON_INTERPRET": "1",
+        "TRITON_CACHE_DIR": f"{WORKDIR}/.triton",
+        "TRITON_HOME": WORKDIR,
+        "XDG_CACHE_HOME": f"{WORKDIR}/.cache",
+    }
+
+
+class TestRunner:
+    """Runs tests of one tree in sandboxed runner processes."""
+
+    def __init__(self, spec: DebugSpec, backend: Sandbox, role: str) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.role = role
+        self.processes = 0
+        self.startup_s = 0.0
+
+    def _request(self, tree: Mapping[str, str], count: int) -> RunRequest:
+        limits: Limits = self.spec.effective_limits()
+        wall = min(
+            limits.wall_time_s,
+            STARTUP_TIMEOUT_S + count * (self.spec.test_timeout_s + 5.0),
+        )
+        files = {
+            f"repo/{path}": text.encode("utf-8", "surrogatepass")
+            for path, text in {**tree, **self.spec.tests}.items()
+        }
+        return RunRequest(
+            argv=[sys.executable, "-I", "-B", "-c", BOOTSTRAP],
+            limits=dataclasses.replace(limits, wall_time_s=wall),
+            files=files,
+            env=_env(self.spec),
+            ro_binds=[
+                (str(RUNNER_DIR), f"{MOUNT}/runner"),
+                (str(HARNESS_DIR), f"{MOUNT}/harness"),
+            ],
+            workdir=WORKDIR,
+        )
+
+    def run(self, tree: Mapping[str, str], tests: list[TestId], seed: int) -> dict[str, SideRun]:
+        """Every test's run; the ones with a memory budget each in a process of its own."""
+        alone = [t for t in tests if t.id in self.spec.peak_memory_mib]
+        together = [t for t in tests if t.id not in self.spec.peak_memory_mib]
+        runs: dict[str, SideRun] = {}
+        if together:
+            runs.update(self._run_batch(tree, together, seed))
+        for test in alone:
+            runs.update(self._run_batch(tree, [test], seed, measure=True))
+        return runs
+
+    def _run_batch(
+        self, tree: Mapping[str, str], tests: list[TestId], seed: int, *, measure: bool = False
+    ) -> dict[str, SideRun]:
+        runs: dict[str, SideRun] = {}
+        pending = list(tests)
+        while pending:
+            self.processes += 1
+            began = time.monotonic()
+            side = Side.start(self.role, self.backend, self._request(tree, len(pending)))
+            try:
+                side.await_reply("hello", STARTUP_TIMEOUT_S)
+            except SideFailure as failure:
+                result = side.finish()
+                raise SandboxError(
+                    f"the {self.role} test runner did not start ({failure.message}): "
+                    f"{clean_text(result.stderr.decode('utf-8', 'replace'), 2000)}"
+                ) from None
+            self.startup_s += time.monotonic() - began
+            broken: SideRun | None = None
+            while pending and broken is None:
+                test = pending.pop(0)
+                run = self._one(side, test, seed)
+                if run.status in ("returned", "raised"):
+                    runs[test.id] = run
+                else:
+                    broken = runs[test.id] = run
+            result = side.finish()
+            if broken is not None:
+                _explain(broken, result)
+            if measure and tests:
+                runs[tests[0].id].peak_bytes = result.memory_peak_bytes
+        return runs
+
+    def _one(self, side: Side, test: TestId, seed: int) -> SideRun:
+        started = time.monotonic()
+        header = {"module": test.module, "function": test.function, "seed": seed}
+        try:
+            reply = side.request(
+                "test", header, timeout_s=self.spec.test_timeout_s, max_bytes=REPLY_CAP
+            )
+        except SideFailure as failure:
+            status = {"timeout": "timeout", "gone": "crashed"}.get(failure.kind, "garbled")
+            if status != "crashed":  # one that ended on its own is left to report how
+                side.kill()
+            return SideRun(status, seconds=time.monotonic() - started, message=failure.message)
+        seconds = reply.elapsed_s
+        output = clean_text(reply.header.get("output", ""), OUTPUT_CHARS)
+        raised = reply.header.get("raised")
+        if raised is not None:
+            from graders.kernel.side import clean_error
+
+            return SideRun("raised", error=clean_error(raised), output=output, seconds=seconds)
+        node = reply.header.get("value")
+        try:
+            value = unpack_tree(node, reply.blobs)
+        except ProtocolError as error:
+            return SideRun(
+                "garbled",
+                output=output,
+                seconds=seconds,
+                message=f"its value is malformed: {error}",
+            )
+        return SideRun("returned", node, value, output=output, seconds=seconds)
+
+
+def _explain(run: SideRun, result: Any) -> None:
+    """Name what ended a runner process, from what the sandbox saw."""
+    if result.memory_limit_hit and run.status != "timeout":
+        run.status = "memory"
+        run.message = "the test's process ran out of its memory limit"
+    elif run.status == "crashed" and result.exit_code == 0 and result.signal is None:
+        run.status = "exited"
+        run.message = "the test's process exited with status 0 before the test returned"
+    elif run.status == "crashed":
+        how = (
+            f"signal {result.signal}" if result.signal is not None else f"status {result.exit_code}"
+        )
+        run.message = f"the test's process ended ({how}) before the test returned"
+    elif run.status == "timeout":
+        run.message = "the test did not finish within its time limit"
+    stderr = result.stderr.decode("utf-8", "replace")
+    run.output = clean_text((run.output + "\n" + stderr).strip(), OUTPUT_CHARS)
+
+
+def _tolerance(spec: DebugSpec) -> Any:
+    def tolerance_for(dtype: str) -> Tolerance:
+        atol, rtol = spec.tolerances.get(dtype, (0.0, 0.0))
+        return Tolerance(atol, rtol)
+
+    return tolerance_for
+
+
+def judge(spec: DebugSpec, test: TestId, expert: SideRun, fixed: SideRun) -> TestOutcome:
+    """One test's outcome for the fix, decided here from both sides' runs."""
+    if expert.status != "returned":
+        detail = expert.error.get("message") or expert.message or expert.status
+        raise TaskProblem(f"the expert fix does not pass {test.id}: {expert.status}: {detail}")
+    if expert.value is None:
+        raise TaskProblem(
+            f"{test.id} returns nothing: a test must return the values it checks, so that "
+            "they can be compared outside the process that made them"
+        )
+    outcome, message = "passed", ""
+    if fixed.status == "raised":
+        kind = fixed.error.get("type", "")
+        outcome = "failed" if kind == "AssertionError" else "raised"
+        message = f"{kind}: {fixed.error.get('message', '')}"
+    elif fixed.status != "returned":
+        outcome = "crashed" if fixed.status == "garbled" else fixed.status
+        message = fixed.message
+    else:
+        comparison = compare_outputs(
+            expert.value_node, expert.value, fixed.value_node, fixed.value, _tolerance(spec)
+        )
+        if not comparison.ok or comparison.integrity:
+            outcome = "mismatch"
+            message = comparison.integrity or comparison.message
+        elif test.id in spec.peak_memory_mib:
+            outcome, message = _memory(spec, test, expert, fixed)
+    return TestOutcome(
+        test=test,
+        group=spec.group(test),
+        visible=spec.is_visible(test),
+        outcome=outcome,
+        message=clean_text(message, 2000),
+        seconds=fixed.seconds,
+        output=fixed.output,
+    )
+
+
+def _memory(spec: DebugSpec, test: TestId, expert: SideRun, fixed: SideRun) -> tuple[str, str]:
+    if expert.peak_bytes is None or fixed.peak_bytes is None:
+        raise SandboxError("this host's sandbox cannot measure peak memory")
+    over = (fixed.peak_bytes - expert.peak_bytes) / MiB
+    budget = spec.peak_memory_mib[test.id]
+    if over > budget:
+        return "memory", (
+            f"peak memory {fixed.peak_bytes / MiB:.0f} MiB, {over:.0f} MiB over the expert fix's "
+            f"(at most {budget:.0f} MiB over)"
+        )
+    return "passed", ""
+
+
+@dataclass
+class Grading:
+    spec: DebugSpec
+    backend: Sandbox
+    baseline: bool = False
+    repeat: int = 1
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def run(self, submission: Mapping[str, str], task_files: Mapping[str, str]) -> dict[str, Any]:
+        started = time.monotonic()
+        report: dict[str, Any] = {"hardware": {"name": "cpu"}, "kind": "debugging"}
+        try:
+            report.update(self._grade(submission, task_files))
+        except FixRefused as refused:
+            report.update(verdict=refused.verdict.value, reason=refused.reason)
+        except TaskProblem as problem:
+            report.update(
+                verdict=Verdict.TASK_ERROR.value,
+                reason="the task's expert fix or tests failed; operators were told",
+                operator_notes=str(problem),
+            )
+        except SandboxError as error:
+            report.update(verdict=Verdict.INTERNAL_ERROR.value, reason=f"sandbox: {error}")
+        report["phases_s"] = {name: round(value, 3) for name, value in self.phases.items()}
+        report["duration_s"] = round(time.monotonic() - started, 3)
+        return storable(report)
+
+    def _timed(self, phase: str, began: float) -> None:
+        self.phases[phase] = self.phases.get(phase, 0.0) + time.monotonic() - began
+
+    def _grade(
+        self, submission: Mapping[str, str], task_files: Mapping[str, str]
+    ) -> dict[str, Any]:
+        began = time.monotonic()
+        try:
+            expert = apply_fix(self.spec, {"fix.diff": task_files[self.spec.solution]})
+        except FixRefused as refused:
+            raise TaskProblem(f"the expert fix is refused: {refused.reason}") from None
+        fixed = (
+            AppliedFix(dict(self.spec.source), (), 0, "")
+            if self.baseline
+            else apply_fix(self.spec, submission)
+        )
+        self._timed("patch", began)
+        tests = list(self.spec.all_tests)
+        rounds: list[list[TestOutcome]] = []
+        expert_runner = TestRunner(self.spec, self.backend, "expert")
+        fixed_runner = TestRunner(self.spec, self.backend, "submission")
+        for _ in range(self.repeat):
+            seed = secrets.randbelow(2**31)
+            began = time.monotonic()
+            expert_runs = expert_runner.run(expert.tree, tests, seed)
+            fixed_runs = fixed_runner.run(fixed.tree, tests, seed)
+            self._timed("tests", began)
+            began = time.monotonic()
+            rounds.append([judge(self.spec, t, expert_runs[t.id], fixed_runs[t.id]) for t in tests])
+            self._timed("compare", began)
+        self.phases["sandbox_start"] = expert_runner.startup_s + fixed_runner.startup_s
+        self.phases["tests"] = self.phases.get("tests", 0.0) - self.phases["sandbox_start"]
+        outcomes = rounds[-1]
+        result = {
+            "tests": [outcome.as_dict() for outcome in outcomes],
+            "counts": _counts(outcomes),
+            "lines_changed": fixed.lines_changed,
+            "changed_files": list(fixed.changed),
+            "diff": fixed.diff,
+            "processes": expert_runner.processes + fixed_runner.processes,
+        }
+        flaky = _flaky(rounds)
+        if flaky:
+            raise TaskProblem(
+                f"flaky: {', '.join(flaky)} changed outcome over {self.repeat} runs on fresh seeds"
+            )
+        if self.baseline:
+            return {**result, **_baseline_verdict(outcomes)}
+        return {**result, **_verdict(outcomes)}
+
+
+def _counts(outcomes: list[TestOutcome]) -> dict[str, int | bool]:
+    counts: dict[str, int | bool] = {}
+    for group in ("fail_to_pass", "pass_to_pass"):
+        mine = [o for o in outcomes if o.group == group]
+        counts[f"{group}_passed"] = sum(o.passed for o in mine)
+        counts[f"{group}_total"] = len(mine)
+    counts["resolved"] = all(o.passed for o in outcomes)
+    return counts
+
+
+def _flaky(rounds: list[list[TestOutcome]]) -> list[str]:
+    if len(rounds) < 2:
+        return []
+    return [
+        first.test.id
+        for index, first in enumerate(rounds[0])
+        if len({r[index].passed for r in rounds}) > 1
+    ]
+
+
+def _summary(outcomes: list[TestOutcome]) -> str:
+    counts = _counts(outcomes)
+    return (
+        f"FAIL_TO_PASS {counts['fail_to_pass_passed']}/{counts['fail_to_pass_total']} pass, "
+        f"PASS_TO_PASS {counts['pass_to_pass_passed']}/{counts['pass_to_pass_total']} pass"
+    )
+
+
+def _verdict(outcomes: list[TestOutcome]) -> dict[str, Any]:
+    failing = [o for o in outcomes if not o.passed]
+    if not failing:
+        return {"verdict": Verdict.ACCEPTED.value, "reason": f"resolved: {_summary(outcomes)}"}
+    verdict, first = next(
+        (verdict, outcome)
+        for name, verdict in OUTCOME_VERDICTS
+        for outcome in failing
+        if outcome.outcome == name
+    )
+    # The reason names a visible test and quotes it; a hidden one only by its group.
+    where = first.test.id if first.visible else f"a hidden {first.group.upper()} test"
+    detail = f": {tail(first.message, 600)}" if first.visible else f" ({first.outcome})"
+    return {
+        "verdict": verdict.value,
+        "reason": f"not resolved: {_summary(outcomes)}; {where}{detail}",
+    }
+
+
+def _baseline_verdict(outcomes: list[TestOutcome]) -> dict[str, Any]:
+    """The unchanged tree must fail every FAIL_TO_PASS test and pass every other."""
+    wrong = [
+        o.test.id + (" passes" if o.passed else f" fails ({o.outcome}: {o.message})")
+        for o in outcomes
+        if o.passed == (o.group == "fail_to_pass")
+    ]
+    if wrong:
+        raise TaskProblem("the unchanged source does not show the bug: " + "; ".join(wrong))
+    return {
+        "verdict": Verdict.WRONG_ANSWER.value,
+        "reason": f"the unchanged source, as a buggy tree must: {_summary(outcomes)}",
+    }
+
+
+def grade(
+    spec: DebugSpec,
+    task_files: Mapping[str, str],
+    submission_files: Mapping[str, str],
+    backend: Sandbox,
+    *,
+    baseline: bool = False,
+    repeat: int = 1,
+) -> dict[str, Any]:
+    return Grading(spec, backend, baseline=baseline, repeat=repeat).run(
+        submission_files, task_files
+    )

@@ -1,0 +1,1 @@
+"""The debugging test runner, run inside the sandbox (see ``main``)."""
