@@ -44,6 +44,7 @@ class FileCheck:
 class BundleCheck:
     name: str
     slug: str = ""
+    kind: str = ""
     hardware: str = ""
     error: str = ""  # the bundle itself is malformed
     files: list[FileCheck] = field(default_factory=list)
@@ -115,7 +116,7 @@ def check_bundles(
         except BundleInvalid as error:
             check.error = str(error)
             continue
-        check.slug, check.hardware = bundle.slug, bundle.hardware
+        check.slug, check.kind, check.hardware = bundle.slug, bundle.kind, bundle.hardware
         check.files = [_check(c) for c in _candidates(bundle)]
         work.extend((str(folder), f.path, hardware) for f in check.files)
     context = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads

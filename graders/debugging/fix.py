@@ -36,7 +36,7 @@ from graders.verdicts import Verdict
 
 from .spec import DIFF_SUFFIXES, DebugSpec
 
-GIT_TIMEOUT_S = 30.0
+GIT_TIMEOUT_S = 10.0  # git apply runs outside the sandbox: a hostile diff gets this long
 MAX_MESSAGE = 1500
 RUNS_TESTS = frozenset(
     {
@@ -145,15 +145,21 @@ def _git(args: list[str], cwd: str, diff: bytes) -> subprocess.CompletedProcess[
         "GIT_CEILING_DIRECTORIES": str(Path(cwd).parent),
         "LC_ALL": "C",
     }
-    return subprocess.run(
-        ["git", "apply", *args, "-"],
-        cwd=cwd,
-        input=diff,
-        capture_output=True,
-        timeout=GIT_TIMEOUT_S,
-        env=env,
-        check=False,
-    )
+    try:
+        return subprocess.run(
+            ["git", "apply", *args, "-"],
+            cwd=cwd,
+            input=diff,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise FixRefused(
+            Verdict.COMPILE_ERROR,
+            f"the diff took git apply longer than {GIT_TIMEOUT_S:.0f} s to read or apply",
+        ) from None
 
 
 def _git_message(result: subprocess.CompletedProcess[bytes]) -> str:
@@ -174,8 +180,8 @@ def _apply_diff(spec: DebugSpec, diff: str) -> dict[str, str]:
             raise FixRefused(
                 Verdict.COMPILE_ERROR, f"the diff cannot be read: {_git_message(listed)}"
             )
-        for path, new in _touched(listed.stdout):
-            check_path(spec, path, new=new and path not in spec.source)
+        for path in _touched(listed.stdout):
+            check_path(spec, path, new=path not in spec.source)
         applied = _git(["--whitespace=nowarn"], work, data)
         if applied.returncode != 0:
             raise FixRefused(
@@ -184,33 +190,27 @@ def _apply_diff(spec: DebugSpec, diff: str) -> dict[str, str]:
         return _read_tree(spec, work)
 
 
-def _touched(listing: bytes) -> list[tuple[str, bool]]:
-    """(path, created) for every path ``git apply --numstat --summary -z`` lists."""
+def _touched(listing: bytes) -> list[str]:
+    """The paths ``git apply --numstat --summary -z`` lists, checked before anything is
+    applied (a rename shows only its new name: the trees are compared afterwards); a
+    symbolic link in its summary is refused here."""
     tokens = listing.decode("utf-8", "surrogateescape").split("\0")
-    touched: list[tuple[str, bool]] = []
-    created: set[str] = set()
+    touched: list[str] = []
     index = 0
     while index < len(tokens):
         token = tokens[index]
         index += 1
-        if not token.strip():
-            continue
         fields = token.split("\t", 2)
         if len(fields) == 3 and fields[2]:
-            touched.append((fields[2], False))
+            touched.append(fields[2])
         elif len(fields) == 3:  # a rename or copy: the old and new paths follow
-            touched += [(tokens[index], False), (tokens[index + 1], True)]
+            touched += tokens[index : index + 2]
             index += 2
-        else:
-            # --summary lines: " create mode 100644 path", " mode change ... path", ...
-            words = token.strip().split(" ")
-            if "120000" in words:
-                raise FixRefused(
-                    Verdict.INTEGRITY_VIOLATION, f"{words[-1]}: symbolic links are not accepted"
-                )
-            if words[:2] == ["create", "mode"]:
-                created.add(" ".join(words[3:]))
-    return [(path, new or path in created) for path, new in touched]
+        elif "120000" in token.split():  # --summary: " create mode 120000 path", ...
+            path = token.strip().rsplit(" ", 1)[-1]
+            why = f"{path}: symbolic links are not accepted"
+            raise FixRefused(Verdict.INTEGRITY_VIOLATION, why)
+    return touched
 
 
 def _write_tree(root: str, files: Mapping[str, str]) -> None:
@@ -240,8 +240,11 @@ def _read_tree(spec: DebugSpec, root: str) -> dict[str, str]:
                 raise FixRefused(
                     Verdict.COMPILE_ERROR, f"{relative}: the fixed file is not UTF-8 text"
                 ) from None
-    for path in sorted(set(tree) - set(spec.source)):
-        check_path(spec, path, new=True)
+    # What the diff did, from the trees themselves: a rename's old side, a deletion and
+    # a copy are checked like any change (git's listing names only some of them).
+    for path in sorted(set(tree) | set(spec.source)):
+        if tree.get(path) != spec.source.get(path):
+            check_path(spec, path, new=path not in spec.source)
     return tree
 
 

@@ -59,10 +59,11 @@ MiB = 1024 * 1024
 
 # A failing test's outcome, and the verdict it stands for when it decides a grading
 # (most telling first).
+# An exit before a test returned comes first: no timeout elsewhere may hide it.
 OUTCOME_VERDICTS = (
+    ("exited", Verdict.INTEGRITY_VIOLATION),
     ("timeout", Verdict.TIME_LIMIT_EXCEEDED),
     ("memory", Verdict.MEMORY_LIMIT_EXCEEDED),
-    ("exited", Verdict.INTEGRITY_VIOLATION),
     ("crashed", Verdict.RUNTIME_ERROR),
     ("raised", Verdict.RUNTIME_ERROR),
     ("failed", Verdict.WRONG_ANSWER),
@@ -124,7 +125,6 @@ def _env(spec: DebugSpec) -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
-        "BENCHWRIGHT_THREADS": "1",
         "TRITON_INTERPRET": "1",
         "TRITON_CACHE_DIR": f"{WORKDIR}/.triton",
         "TRITON_HOME": WORKDIR,
@@ -142,15 +142,24 @@ class TestRunner:
         self.processes = 0
         self.startup_s = 0.0
 
-    def _request(self, tree: Mapping[str, str], count: int) -> RunRequest:
+    def _request(self, tree: Mapping[str, str], tests: list[TestId]) -> RunRequest:
+        """A runner sandbox for ``tests``: the tree and only the test files they need.
+        Hidden test files never share a sandbox with a visible test, whose output the
+        solver reads."""
         limits: Limits = self.spec.effective_limits()
         wall = min(
             limits.wall_time_s,
-            STARTUP_TIMEOUT_S + count * (self.spec.test_timeout_s + 5.0),
+            STARTUP_TIMEOUT_S + len(tests) * (self.spec.test_timeout_s + 5.0),
         )
+        visible_only = all(self.spec.is_visible(test) for test in tests)
+        test_files = {
+            path: text
+            for path, text in self.spec.tests.items()
+            if not visible_only or path in self.spec.visible_tests
+        }
         files = {
             f"repo/{path}": text.encode("utf-8", "surrogatepass")
-            for path, text in {**tree, **self.spec.tests}.items()
+            for path, text in {**tree, **test_files}.items()
         }
         return RunRequest(
             argv=[sys.executable, "-I", "-B", "-c", BOOTSTRAP],
@@ -164,15 +173,24 @@ class TestRunner:
             workdir=WORKDIR,
         )
 
-    def run(self, tree: Mapping[str, str], tests: list[TestId], seed: int) -> dict[str, SideRun]:
-        """Every test's run; the ones with a memory budget each in a process of its own."""
-        alone = [t for t in tests if t.id in self.spec.peak_memory_mib]
-        together = [t for t in tests if t.id not in self.spec.peak_memory_mib]
+    def run(
+        self, tree: Mapping[str, str], tests: list[TestId], seeds: tuple[int, int]
+    ) -> dict[str, SideRun]:
+        """Every test's run: the visible tests in processes of their own (on the first
+        seed), the hidden ones in others (on the second), and each test with a memory
+        budget alone, so that its sandbox's peak is its own."""
+        measured = [t for t in tests if t.id in self.spec.peak_memory_mib]
+        visible = [t for t in tests if self.spec.is_visible(t) and t not in measured]
+        hidden = [t for t in tests if not self.spec.is_visible(t) and t not in measured]
+        seed_of = {True: seeds[0], False: seeds[1]}
         runs: dict[str, SideRun] = {}
-        if together:
-            runs.update(self._run_batch(tree, together, seed))
-        for test in alone:
-            runs.update(self._run_batch(tree, [test], seed, measure=True))
+        for batch, seed in ((visible, seeds[0]), (hidden, seeds[1])):
+            if batch:
+                runs.update(self._run_batch(tree, batch, seed))
+        for test in measured:
+            runs.update(
+                self._run_batch(tree, [test], seed_of[self.spec.is_visible(test)], measure=True)
+            )
         return runs
 
     def _run_batch(
@@ -183,30 +201,43 @@ class TestRunner:
         while pending:
             self.processes += 1
             began = time.monotonic()
-            side = Side.start(self.role, self.backend, self._request(tree, len(pending)))
+            side = Side.start(self.role, self.backend, self._request(tree, pending))
             try:
-                side.await_reply("hello", STARTUP_TIMEOUT_S)
-            except SideFailure as failure:
-                result = side.finish()
-                raise SandboxError(
-                    f"the {self.role} test runner did not start ({failure.message}): "
-                    f"{clean_text(result.stderr.decode('utf-8', 'replace'), 2000)}"
-                ) from None
-            self.startup_s += time.monotonic() - began
-            broken: SideRun | None = None
-            while pending and broken is None:
-                test = pending.pop(0)
-                run = self._one(side, test, seed)
-                if run.status in ("returned", "raised"):
-                    runs[test.id] = run
-                else:
-                    broken = runs[test.id] = run
-            result = side.finish()
+                broken = self._serve(side, pending, seed, runs, began)
+            finally:
+                result = side.finish()  # whatever happened: the sandbox is released
             if broken is not None:
                 _explain(broken, result)
-            if measure and tests:
+            if measure:
                 runs[tests[0].id].peak_bytes = result.memory_peak_bytes
         return runs
+
+    def _serve(
+        self,
+        side: Side,
+        pending: list[TestId],
+        seed: int,
+        runs: dict[str, SideRun],
+        began: float,
+    ) -> SideRun | None:
+        """Run pending tests in one started runner until they are done or one breaks
+        the process (which is returned, the rest left pending)."""
+        try:
+            side.await_reply("hello", STARTUP_TIMEOUT_S)
+        except SideFailure as failure:
+            side.kill()
+            raise SandboxError(
+                f"the {self.role} test runner did not start ({failure.message})"
+            ) from None
+        self.startup_s += time.monotonic() - began
+        while pending:
+            test = pending.pop(0)
+            run = runs[test.id] = self._one(side, test, seed)
+            if run.status == "garbled":  # its channel cannot be trusted to say more
+                side.kill()
+            if run.status not in ("returned", "raised"):
+                return run
+        return None
 
     def _one(self, side: Side, test: TestId, seed: int) -> SideRun:
         started = time.monotonic()
@@ -230,7 +261,7 @@ class TestRunner:
         node = reply.header.get("value")
         try:
             value = unpack_tree(node, reply.blobs)
-        except ProtocolError as error:
+        except (ProtocolError, RuntimeError, ValueError, MemoryError) as error:
             return SideRun(
                 "garbled",
                 output=output,
@@ -367,10 +398,11 @@ class Grading:
         expert_runner = TestRunner(self.spec, self.backend, "expert")
         fixed_runner = TestRunner(self.spec, self.backend, "submission")
         for _ in range(self.repeat):
-            seed = secrets.randbelow(2**31)
+            # Fresh secret seeds, one for the visible tests and one for the hidden ones.
+            seeds = (secrets.randbelow(2**31), secrets.randbelow(2**31))
             began = time.monotonic()
-            expert_runs = expert_runner.run(expert.tree, tests, seed)
-            fixed_runs = fixed_runner.run(fixed.tree, tests, seed)
+            expert_runs = expert_runner.run(expert.tree, tests, seeds)
+            fixed_runs = fixed_runner.run(fixed.tree, tests, seeds)
             self._timed("tests", began)
             began = time.monotonic()
             rounds.append([judge(self.spec, t, expert_runs[t.id], fixed_runs[t.id]) for t in tests])

@@ -228,7 +228,7 @@ def _test_ids(
         if not path.endswith(".py") or not all(part.isidentifier() for part in parts):
             raise GradingTableError(where, f"{item}: {path} must be an importable .py path")
         if path not in functions:
-            functions[path] = _test_functions(path, tests[path])
+            functions[path] = _test_functions(f"{grading['root']}/{path}", tests[path])
         if function not in functions[path]:
             raise GradingTableError(where, f"{item}: {path} has no top-level def {function}")
         ids.append(TestId(path, function))

@@ -109,7 +109,7 @@ def run_test(header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
 
 def main() -> None:
     sys.dont_write_bytecode = True
-    torch.set_num_threads(max(1, int(os.environ.get("BENCHWRIGHT_THREADS", "1"))))
+    torch.set_num_threads(1)
     send({"op": "hello", "seq": 0, "ok": True, "pid": os.getpid()})
     os.chdir(ROOT)
     sys.path.insert(0, ROOT)

@@ -263,7 +263,8 @@ def check_tensor_node(node: dict[str, Any]) -> tuple[torch.dtype, list[int]]:
         raise ProtocolError(f"unknown dtype {str(node.get('dtype'))[:40]!r}")
     if not isinstance(shape, list) or not all(is_count(d) for d in shape) or len(shape) > MAX_DIMS:
         raise ProtocolError("bad tensor shape")
-    if math.prod(shape) > 2**48 or any(dim > 2**48 for dim in shape):
+    # An empty tensor's other dimensions still size its strides: bound them too.
+    if math.prod(max(dim, 1) for dim in shape) > 2**48:
         raise ProtocolError("tensor too large")
     return dtype, shape
 
