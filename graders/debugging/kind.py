@@ -18,6 +18,7 @@ from graders.contract import (
 )
 from graders.reports import report_number
 from graders.verdicts import Verdict
+from graders.worker import internal_report as _internal
 
 logger = logging.getLogger(__name__)
 
@@ -26,17 +27,6 @@ VALIDATION_REPEAT = 3  # the expert fix and the unchanged source: flaky tests sh
 MAX_REPEAT = 5
 TEST_GROUPS = ("fail_to_pass", "pass_to_pass", "all")
 PUBLIC_TEST_FIELDS = ("id", "group", "outcome", "message", "seconds", "output")
-
-
-def _internal(reason: str) -> dict[str, Any]:
-    return {
-        "verdict": Verdict.INTERNAL_ERROR.value,
-        "reason": reason,
-        "integrity": {"checks": [], "violations": []},
-        "hardware": {},
-        "logs": {},
-        "duration_s": 0.0,
-    }
 
 
 def _counts(report: Mapping[str, Any]) -> Mapping[str, Any]:
