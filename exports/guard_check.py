@@ -41,7 +41,9 @@ SEED = 20261201
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "reference_solutions"
 HONEST = ROOT / "tests" / "exports" / "corpus" / "honest"
-SUBMITTED_AS = "solution.py"
+# What an honest file is submitted as: a kernel's solution module, or a
+# debugging task's fix (a diff).
+SUBMITTED_AS = {".py": "solution.py", ".diff": "fix.diff"}
 
 
 @dataclass
@@ -124,7 +126,9 @@ def honest_corpus(root: Path = HONEST) -> dict[str, list[tuple[str, str]]]:
     corpus: dict[str, list[tuple[str, str]]] = {}
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         corpus[folder.name] = [
-            (path.name, path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.py"))
+            (path.name, path.read_text(encoding="utf-8"))
+            for path in sorted(folder.iterdir())
+            if path.suffix in SUBMITTED_AS
         ]
     return corpus
 
@@ -201,18 +205,20 @@ def measure(mode: str = "shared", *, root: Path = CATALOG, honest_root: Path = H
     for slug, files in honest.items():
         for name, text in files:
             figures.honest += 1
-            quote = guards[slug].find([(SUBMITTED_AS, text)])
+            quote = guards[slug].find([(SUBMITTED_AS[Path(name).suffix], text)])
             if quote is not None:
                 figures.honest_withheld.append((slug, name, quote))
     rng = random.Random(SEED)
     for specific, missed in ((True, figures.pasted_missed), (False, figures.lines_only_missed)):
         for number, passage in enumerate(passages(tasks, specific=specific)):
-            hosts = honest.get(passage.slug) or [("empty", "")]
-            spliced = splice(hosts[number % len(hosts)][1], passage.text, rng)
+            hosts = honest.get(passage.slug) or [("empty.py", "")]
+            host_name, host = hosts[number % len(hosts)]
+            spliced = splice(host, passage.text, rng)
             if specific:
                 figures.pasted += 1
             else:
                 figures.lines_only += 1
-            if guards[passage.slug].find([(SUBMITTED_AS, spliced)]) is None:
+            submitted_as = SUBMITTED_AS[Path(host_name).suffix]
+            if guards[passage.slug].find([(submitted_as, spliced)]) is None:
                 missed.append(passage)
     return figures

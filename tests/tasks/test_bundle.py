@@ -533,7 +533,7 @@ def test_the_kind_is_a_registered_one_and_decides_whether_grading_is_needed(
     with pytest.raises(BundleInvalid) as caught:
         parse_bundle(files, name="row-softmax")
     assert [(e.field, e.message) for e in caught.value.errors] == [
-        ("kind", "'profiling' is not one of: kernel, text-answer")
+        ("kind", "'profiling' is not one of: kernel, debugging, text-answer")
     ]
     edit(files, 'kind = "profiling"', 'kind = "text-answer"')
     monkeypatch.setattr(type(text_answer), "grading_required", False)
