@@ -21,6 +21,7 @@ from typing import Any
 from django.db import NotSupportedError
 from django.db.models import CharField, Exists, F, Func, Lookup, OuterRef, Q, QuerySet
 
+from graders import registry
 from graders.verdicts import Verdict
 from reviews.models import (
     LineComment,
@@ -82,7 +83,7 @@ class VersionData:
     difficulty: str
     hardware: str
     tags: list[str]
-    grading: dict[str, Any]
+    grading: dict[str, Any]  # what the kind lets anyone outside the experts see
     prompt: str
     criteria: list[CriterionData]
     guard: HiddenGuard
@@ -273,7 +274,9 @@ def _version_data(version: TaskVersion, common: Common | None) -> VersionData:
         difficulty=version.difficulty,
         hardware=version.hardware,
         tags=sorted(str(t) for t in version.tags or []),
-        grading=dict(version.grading or {}),
+        grading=registry.get(version.kind).public_grading(
+            version.grading or {}, {f.path for f in shown}
+        ),
         prompt=render_prompt(version.statement, [(f.path, f.content) for f in shown]),
         criteria=[
             CriterionData(

@@ -8,6 +8,8 @@ a kind goes through it:
 - ``parse_grading``: check a bundle's ``[grading]`` table (and the files it
   names); every error is a ``GradingTableError`` naming the file and field;
 - ``default_grading``: the table a new draft starts with;
+- ``public_grading``: what of that table a solver (through the API) and a
+  training team (in an RL export) may see, by allow-list;
 - ``grade``: a grading message in, a report dict out; never raises;
 - ``public_report``: what a solver, an API client and an export may see of a
   report (hidden tests, answer keys, reference outputs, hidden file names and
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -184,6 +186,15 @@ class TaskKind(ABC):
             if error.file == "task.toml" and error.field.startswith("grading"):
                 raise
 
+    def public_grading(
+        self, grading: Mapping[str, Any], shown_paths: Collection[str]
+    ) -> dict[str, Any]:
+        """The settings of a task's ``[grading]`` table that anyone but its experts may
+        see: solvers through the API and training teams in RL exports. An allow-list:
+        a kind shows what it lists here, and nothing by default. ``shown_paths`` are
+        the task's files solvers are shown (a kind may name its visible tests)."""
+        return {}
+
     def validation_candidates(
         self, manifest: Mapping[str, Any], files: Sequence[TaskFileInfo]
     ) -> list[ValidationCandidate]:
@@ -316,6 +327,13 @@ class TaskKind(ABC):
 def tail(text: Any, limit: int) -> str:
     text = str(text or "")
     return text if len(text) <= limit else "\N{HORIZONTAL ELLIPSIS}" + text[-limit:]
+
+
+def scalars(table: Any) -> dict[str, Any]:
+    """A table's plain values (strings, numbers, booleans); nested tables dropped."""
+    if not isinstance(table, Mapping):
+        return {}
+    return {str(k): v for k, v in table.items() if isinstance(v, str | int | float | bool)}
 
 
 def pick(data: Any, keys: Sequence[str]) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from rest_framework import serializers
+
+from graders import registry
 
 from .models import Difficulty, Hardware, Task, TaskFile, TaskVersion, kind_choices
 
@@ -54,7 +56,17 @@ class TaskShapeSetSerializer(serializers.Serializer[Any]):
     hosts = serializers.ListField(child=serializers.CharField(), required=False)
 
 
+class TaskTestGroupSerializer(serializers.Serializer[Any]):
+    total = serializers.IntegerField()
+    visible = serializers.ListField(
+        child=serializers.CharField(), help_text="Ids of the tests in files solvers are shown."
+    )
+
+
 class TaskGradingSerializer(serializers.Serializer[Any]):
+    """What a task's kind shows of its grading settings; kernel tasks have the first
+    seven fields, debugging tasks the rest (with tolerances and limits)."""
+
     format = serializers.CharField(required=False)
     language = serializers.CharField(required=False)
     trials = serializers.IntegerField(required=False)
@@ -62,6 +74,14 @@ class TaskGradingSerializer(serializers.Serializer[Any]):
     tolerances = serializers.DictField(child=serializers.DictField(), required=False)
     timing = serializers.DictField(required=False)
     limits = serializers.DictField(required=False)
+    root = serializers.CharField(  # type: ignore[assignment]  # a field named root
+        required=False, help_text="The codebase's folder."
+    )
+    fix_paths = serializers.ListField(child=serializers.CharField(), required=False)
+    test_timeout_s = serializers.FloatField(required=False)
+    fail_to_pass = TaskTestGroupSerializer(required=False)
+    pass_to_pass = TaskTestGroupSerializer(required=False)
+    peak_memory = serializers.DictField(required=False)
 
 
 class TaskCriterionSerializer(serializers.Serializer[Any]):
@@ -88,7 +108,7 @@ class TaskDetailSerializer(TaskSummarySerializer):
         return super().to_representation(instance) | {
             "statement": version.statement,
             "files": [{"path": f.path, "role": f.role, "content": f.content} for f in files],
-            "grading": public_grading(version),
+            "grading": public_grading(version, {f.path for f in files}),
             "rubric": [
                 {
                     "key": c.key,
@@ -104,43 +124,10 @@ class TaskDetailSerializer(TaskSummarySerializer):
         }
 
 
-SCALAR = (str, int, float, bool)
-
-
-def _scalars(table: Any) -> dict[str, Any]:
-    if not isinstance(table, Mapping):
-        return {}
-    return {str(k): v for k, v in table.items() if isinstance(v, SCALAR)}
-
-
-def public_grading(version: TaskVersion) -> dict[str, Any]:
-    """The [grading] settings a solver may see, by allow-list.
-
-    Shape sets give their names (and the hosts they run on) but not their sizes
-    or value ranges: those are the test, and an author who wants solvers to know
-    them says so in the statement. Unknown keys are never passed through.
-    """
+def public_grading(version: TaskVersion, shown_paths: Collection[str]) -> dict[str, Any]:
+    """The [grading] settings a solver may see: the task kind's allow-list."""
     grading = version.grading if isinstance(version.grading, Mapping) else {}
-    public: dict[str, Any] = {
-        key: grading[key] for key in ("format", "language") if isinstance(grading.get(key), str)
-    }
-    if isinstance(grading.get("trials"), int):
-        public["trials"] = grading["trials"]
-    shapes = grading.get("shapes")
-    if isinstance(shapes, list):
-        public["shapes"] = [
-            {"name": str(s.get("name", f"set-{i + 1}"))}
-            | ({"hosts": [str(h) for h in s["hosts"]]} if isinstance(s.get("hosts"), list) else {})
-            for i, s in enumerate(shapes)
-            if isinstance(s, Mapping)
-        ]
-    tolerances = grading.get("tolerances")
-    if isinstance(tolerances, Mapping):
-        public["tolerances"] = {str(k): _scalars(v) for k, v in tolerances.items()}
-    for key in ("timing", "limits"):
-        if isinstance(grading.get(key), Mapping):
-            public[key] = _scalars(grading[key])
-    return public
+    return registry.get(version.kind).public_grading(grading, shown_paths)
 
 
 class TaskFilterSerializer(serializers.Serializer[Any]):

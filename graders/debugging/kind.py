@@ -4,7 +4,7 @@ report. The grading itself is in ``grading.py``; the fix rules in ``fix.py``."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 from graders.contract import (
@@ -14,6 +14,7 @@ from graders.contract import (
     TaskFileInfo,
     TaskKind,
     ValidationCandidate,
+    scalars,
     tail,
 )
 from graders.reports import report_number
@@ -82,6 +83,39 @@ class DebuggingKind(TaskKind):
             "pass_to_pass": [],
             "test_timeout_s": 60,
         }
+
+    def public_grading(
+        self, grading: Mapping[str, Any], shown_paths: Collection[str]
+    ) -> dict[str, Any]:
+        """The codebase's folder, the paths a fix may touch, the limits, and per group
+        of tests how many there are and the ids of those in files solvers are shown
+        (and those tests' memory budgets). A hidden test's id names it: never here."""
+        public: dict[str, Any] = {}
+        root = grading.get("root")
+        if isinstance(root, str):
+            public["root"] = root
+        fix_paths = grading.get("fix_paths")
+        if isinstance(fix_paths, list):
+            public["fix_paths"] = [p for p in fix_paths if isinstance(p, str)]
+        if isinstance(grading.get("test_timeout_s"), int | float):
+            public["test_timeout_s"] = grading["test_timeout_s"]
+        prefix = f"{root}/" if isinstance(root, str) else ""
+        visible: list[str] = []
+        for group in ("fail_to_pass", "pass_to_pass"):
+            ids = grading.get(group)
+            ids = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+            shown = [i for i in ids if prefix + i.partition("::")[0] in shown_paths]
+            public[group] = {"total": len(ids), "visible": shown}
+            visible += shown
+        budgets = grading.get("peak_memory")
+        if isinstance(budgets, Mapping):
+            public["peak_memory"] = {k: v for k, v in scalars(budgets).items() if k in visible}
+        tolerances = grading.get("tolerances")
+        if isinstance(tolerances, Mapping):
+            public["tolerances"] = {str(k): scalars(v) for k, v in tolerances.items()}
+        if isinstance(grading.get("limits"), Mapping):
+            public["limits"] = scalars(grading["limits"])
+        return public
 
     def check_draft_grading(self, manifest: Mapping[str, Any], files: Mapping[str, str]) -> None:
         """A draft's table alone: its keys and values; whether the tests it names exist is

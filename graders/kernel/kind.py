@@ -6,7 +6,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,6 +16,7 @@ from graders.contract import (
     RuleType,
     TaskKind,
     pick,
+    scalars,
 )
 from graders.reports import report_number
 from graders.verdicts import Verdict
@@ -151,6 +152,33 @@ class KernelKind(TaskKind):
 
     def default_grading(self) -> dict[str, Any]:
         return {"format": "kernelbench", "language": "pytorch", "trials": 5}
+
+    def public_grading(
+        self, grading: Mapping[str, Any], shown_paths: Collection[str]
+    ) -> dict[str, Any]:
+        """Shape sets give their names (and the hosts they run on) but not their sizes
+        or value ranges: those are the test, and an author who wants solvers to know
+        them says so in the statement."""
+        public: dict[str, Any] = {
+            key: grading[key] for key in ("format", "language") if isinstance(grading.get(key), str)
+        }
+        if isinstance(grading.get("trials"), int):
+            public["trials"] = grading["trials"]
+        shapes = grading.get("shapes")
+        if isinstance(shapes, list):
+            public["shapes"] = []
+            for i, shape_set in enumerate(s for s in shapes if isinstance(s, Mapping)):
+                entry: dict[str, Any] = {"name": str(shape_set.get("name", f"set-{i + 1}"))}
+                if isinstance(shape_set.get("hosts"), list):
+                    entry["hosts"] = [str(h) for h in shape_set["hosts"]]
+                public["shapes"].append(entry)
+        tolerances = grading.get("tolerances")
+        if isinstance(tolerances, Mapping):
+            public["tolerances"] = {str(k): scalars(v) for k, v in tolerances.items()}
+        for key in ("timing", "limits"):
+            if isinstance(grading.get(key), Mapping):
+                public[key] = scalars(grading[key])
+        return public
 
     def check_draft_grading(self, manifest: Mapping[str, Any], files: Mapping[str, str]) -> None:
         """A draft with no usable reference yet has its table checked against a

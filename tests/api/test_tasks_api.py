@@ -1,7 +1,13 @@
 import pytest
 
 from tests import factories
-from tests.api.conftest import SECRET, bearer, publish_with_secrets, token_for
+from tests.api.conftest import (
+    SECRET,
+    bearer,
+    publish_catalog_task,
+    publish_with_secrets,
+    token_for,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -59,6 +65,36 @@ def test_a_task_shows_its_prompt_files_and_safe_grading_settings_only(task, owne
     assert body["grading"]["tolerances"] == {"float32": {"atol": 1e-5, "rtol": 1e-5}}
     assert "reference_outputs" not in body["grading"]
     assert [c["key"] for c in body["rubric"]] == ["correct", "clarity"]
+
+
+def test_a_debugging_task_shows_its_codebase_and_visible_tests_never_a_hidden_one(owner_token):
+    publish_catalog_task("debug-softmax-overflow")
+
+    response = bearer(owner_token).get("/api/v1/tasks/debug-softmax-overflow/")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert sorted(f["path"] for f in body["files"]) == [
+        "repo/softmax.py",
+        "repo/tests/test_repro.py",
+        "statement.md",
+    ]
+    grading = body["grading"]
+    assert grading["root"] == "repo" and grading["fix_paths"] == ["softmax.py"]
+    assert grading["fail_to_pass"] == {
+        "total": 5,
+        "visible": ["tests/test_repro.py::test_large_scores_stay_finite"],
+    }
+    assert grading["pass_to_pass"] == {
+        "total": 4,
+        "visible": [
+            "tests/test_repro.py::test_small_scores",
+            "tests/test_repro.py::test_causal_attention",
+        ],
+    }
+    text = response.content.decode()
+    for hidden in ("test_softmax_hidden", "test_huge_logits", "fix.diff", "clamp.diff"):
+        assert hidden not in text
 
 
 @pytest.mark.parametrize("role", ["task_author", "reviewer", "admin"])

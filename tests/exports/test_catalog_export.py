@@ -5,6 +5,7 @@ without showing what it quotes."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -34,6 +35,24 @@ def test_every_reviewer_accepted_honest_solution_is_an_sft_row(catalog):
     assert {row["submission_id"] for row in all_rows(snapshot)} == accepted
     assert snapshot.manifest["skipped"] == {}
     assert not snapshot.left_out.exists()
+
+
+def test_the_rl_export_shows_what_each_kind_makes_public_and_no_hidden_test(catalog):
+    snapshot = build(define(catalog.exporter, slug="catalog-rl", format="rl"), catalog.exporter)
+
+    rows = {row["task"]: row for row in all_rows(snapshot)}
+    assert set(rows) == set(catalog.tasks)
+    debugging = json.loads(rows["debug-softmax-overflow"]["grading"])
+    assert debugging["fail_to_pass"] == {
+        "total": 5,
+        "visible": ["tests/test_repro.py::test_large_scores_stay_finite"],
+    }
+    assert debugging["pass_to_pass"]["total"] == 4
+    assert debugging["fix_paths"] == ["softmax.py"]
+    assert "test_softmax_hidden" not in rows["debug-softmax-overflow"]["grading"]
+    for slug, row in rows.items():
+        for shape_set in json.loads(row["grading"]).get("shapes", []):
+            assert set(shape_set) <= {"name", "hosts"}, slug  # never the sizes tested
 
 
 def test_the_preference_export_prefers_each_task_s_better_reviewed_solution(catalog):

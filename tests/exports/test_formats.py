@@ -183,6 +183,7 @@ def test_rl_rows_carry_the_verifier_columns_and_no_hidden_file(world):
     versions = {t.current_version.pk: t.current_version for t in world.tasks}
     for row in rows:
         version = versions[row["task_version_id"]]
+        # The kind's public settings (all of these tasks' small tables).
         assert json.loads(row["grading"]) == version.grading
         rubric = json.loads(row["rubric"])
         assert [c["key"] for c in rubric] == ["correct", "clarity", "integrity", "explanation"]
