@@ -64,6 +64,7 @@ _STRUCTURAL = re.compile(
       | def\s+(?:forward|__init__|get_inputs|get_init_inputs)\s*\(
       | super\s*\([^)]*\)\s*\.\s*__init__\s*\(\s*\)\s*$
       | if\s+__name__\s*==
+      | (?:---|\+\+\+|@@)\s                                # a unified diff's headers
     )""",
     re.VERBOSE,
 )
@@ -267,9 +268,18 @@ x_row y_row out_row mask_ptr lane lanes ok valid live keep inside in_bounds
 """
 
 
+def code(line: str) -> str:
+    """A line without a unified diff's ``+`` or ``-`` marker: a diff's lines compare
+    as the code they add or remove (a fix's removed lines are the public source; its
+    added lines, pasted as code, are still the hidden fix's)."""
+    if line.startswith(("+", "-")) and not line.startswith(("+++", "---")):
+        return line[1:]
+    return line
+
+
 def key(line: str) -> str:
-    """A line as the guard compares it: every space and tab removed."""
-    return line.translate(_NO_SPACE)
+    """A line as the guard compares it: its code, every space and tab removed."""
+    return code(line).translate(_NO_SPACE)
 
 
 def tokens(line: str) -> list[str]:
@@ -278,8 +288,9 @@ def tokens(line: str) -> list[str]:
 
 
 def is_structural(line: str) -> bool:
-    """An import, include, decorator or interface line: every solution has one."""
-    stripped = line.strip()
+    """An import, include, decorator, interface or diff header line: every solution
+    has one."""
+    stripped = code(line).strip()
     return bool(_STRUCTURAL.match(stripped) or _SELF_ASSIGNMENT.match(stripped))
 
 

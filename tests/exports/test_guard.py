@@ -181,3 +181,21 @@ def test_a_hidden_file_another_task_shows_its_solvers_is_public():
     assert (
         guard(("reference.py", REFERENCE), common=common.frozen()).find([("a.py", pasted)]) is None
     )
+
+
+def test_a_diff_compares_as_the_code_it_adds_and_removes():
+    body = REFERENCE.splitlines()[10:13]
+    public_source = "\n".join(body)
+    hidden_fix = "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n" + "\n".join(
+        ["-" + line for line in body] + ["+" + line.replace("x", "logits") for line in body]
+    )
+    checked = HiddenGuard([("fix.diff", hidden_fix)], [STATEMENT, public_source])
+    own_fix = "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,1 @@\n" + "\n".join(
+        ["-" + line for line in body] + ["+    return torch.softmax(x * self.scale, dim=-1)"]
+    )
+
+    # Removing the public source's lines proves nothing; the hidden fix's added
+    # lines, pasted as plain code, are still its own.
+    assert checked.find([("fix.diff", own_fix)]) is None
+    pasted = "\n".join(line.replace("x", "logits") for line in body)
+    assert checked.find([("solution.py", pasted)]) is not None
