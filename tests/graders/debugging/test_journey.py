@@ -1,0 +1,158 @@
+"""A debugging task goes the whole way on real data: the catalog's softmax task is
+imported, validated by the real Celery worker (the expert fix, every negative and
+the unchanged source), published, shown over the REST API without a hidden test,
+fixed over the API with a diff and with a whole replacement file, graded by the
+worker in the sandbox, reviewed blind and exported. Every reading goes through the
+platform's own API, pages and export."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from accounts import services as account_services
+from benchwright import roles
+from reviews import services as review_services
+from reviews.models import ReviewOutcome
+from submissions.models import GradingRun
+from tasks import services as task_services
+from tasks.bundle import load_bundle
+from tasks.models import Task, TaskStatus, ValidationRun, ValidationStatus
+from tests import factories
+from tests.api.conftest import bearer
+from tests.exports.conftest import all_rows, build, define, exporter
+from tests.graders.test_text_answer_journey import wait
+
+from .conftest import SOFTMAX
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+HONEST = Path(__file__).resolve().parents[2] / "exports" / "corpus" / "honest" / SOFTMAX.name
+HIDDEN = ("test_softmax_hidden", "test_huge_logits", "test_float16_logits")
+
+
+def submit(client: Any, path: str, content: str) -> int:
+    response = client.post(
+        "/api/v1/submissions/",
+        {
+            "task": SOFTMAX.name,
+            "model": "model-a",
+            "run_id": "debug-1",
+            "files": [{"path": path, "content": content}],
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    return int(response.json()["id"])
+
+
+def graded(client: Any, pk: int) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        body = client.get(f"/api/v1/submissions/{pk}/").json()
+        return body if body["status"] in ("graded", "awaiting_review", "failed") else None
+
+    return wait(done, f"submission {pk}", timeout=300)
+
+
+def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, settings):
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    author = factories.make_user(roles.AUTHOR, username="debug-author")
+    reviewer = factories.make_user(roles.REVIEWER, username="debug-reviewer")
+    pipeline = factories.make_user(roles.API_CLIENT, username="debug-pipeline")
+    _, token = account_services.token_create(user=pipeline, name="ci", scopes=["read", "submit"])
+    client = bearer(token)
+
+    # Validation on the real worker grades what the kind names: the expert fix
+    # (three times), every negative, and the unchanged source, which must show the bug.
+    task_services.bundle_import(bundle=load_bundle(SOFTMAX), user=author, publish=False)
+    task = Task.objects.get(slug=SOFTMAX.name)
+    run = task_services.task_validate(task=task, user=author)
+    finished = (ValidationStatus.PASSED, ValidationStatus.FAILED)
+    run = wait(
+        lambda: (r := ValidationRun.objects.get(pk=run.pk)).status in finished and r,
+        "validation",
+        timeout=900,
+    )
+    verdicts = {r.path: r.verdict for r in run.results.all()}
+    assert run.status == ValidationStatus.PASSED, verdicts
+    assert verdicts == {
+        "fix.diff": "accepted",
+        "bad/clamp.diff": "wrong_answer",
+        "bad/nan_to_num.diff": "wrong_answer",
+        "bad/special_case_repro.diff": "wrong_answer",
+        "bad/exit_at_import.diff": "integrity_violation",
+        "bad/conftest.diff": "integrity_violation",
+        "(unchanged source)": "wrong_answer",
+    }
+    task_services.task_submit_for_review(task=task, user=author)
+    task_services.task_publish(task=task, reviewer=reviewer)
+    task.refresh_from_db()
+    assert task.status == TaskStatus.PUBLISHED
+
+    detail = client.get(f"/api/v1/tasks/{SOFTMAX.name}/")
+    assert detail.json()["kind"] == "debugging"
+    assert not [name for name in (*HIDDEN, "fix.diff") if name in detail.content.decode()]
+
+    # Fixes as a model sends them: a diff written its own way, and a whole file.
+    diff = submit(client, "fix.diff", (HONEST / "logsumexp.diff").read_text())
+    source = (SOFTMAX / "repo" / "softmax.py").read_text()
+    clamped = source.replace(
+        "weights = torch.exp(logits)", "weights = torch.exp(logits.clamp(max=80.0))"
+    )
+    assert clamped != source
+    whole_file = submit(client, "softmax.py", clamped)
+    right, wrong = graded(client, diff), graded(client, whole_file)
+    assert right["verdict"] == "accepted", right["grading"]
+    assert wrong["verdict"] == "wrong_answer", wrong["grading"]
+    assert right["grading"]["metrics"]["resolved"] == 1.0
+    assert right["grading"]["metrics"]["fail_to_pass_passed"] == 5.0
+    assert wrong["grading"]["metrics"]["resolved"] == 0.0
+    for body in (right, wrong):
+        shown = json.dumps(body)
+        assert not [name for name in HIDDEN if name in shown], "a hidden test reached the API"
+        assert "operator_notes" not in shown
+    # The operator's report keeps every test by name.
+    stored = GradingRun.objects.get(submission_id=whole_file)
+    assert any("test_softmax_hidden" in t["id"] for t in stored.report["tests"])
+
+    # The solver's page shows the kind's figures and no hidden test.
+    browser = Client()
+    browser.force_login(pipeline)
+    page = browser.get(f"/submissions/{diff}/").content.decode()
+    assert re.search(r'<tr data-metric="fail_to_pass_passed">.*?<td class="num">5', page, re.S)
+    assert not [name for name in HIDDEN if name in page]
+
+    # Blind review of the accepted fix: the page renders the real report.
+    slot = review_services.assignment_claim_next(reviewer=reviewer)
+    assert slot is not None and slot.submission_id == diff
+    reviewing = Client()
+    reviewing.force_login(reviewer)
+    item = reviewing.get(reverse("reviews-item", args=[slot.pk]))
+    assert item.status_code == 200
+    assert "logsumexp" in item.content.decode()  # the fix under review
+    review_services.review_submit(
+        assignment_id=slot.pk,
+        reviewer=reviewer,
+        data=review_services.ReviewInput(
+            decision="accept",
+            feedback="Normalises in log space in float32; names why exp overflowed.",
+            scores={"root-cause": review_services.ScoreInput(level=1)},
+        ),
+    )
+    assert ReviewOutcome.objects.get(submission_id=diff).decision == "accepted"
+
+    # The export row: the reviewed fix with the kind's metrics; no hidden test in it.
+    owner = exporter("debug-exporter")
+    snapshot = build(define(owner, slug="debug-sft", filters={"tasks": [SOFTMAX.name]}), owner)
+    (row,) = all_rows(snapshot)
+    assert (row["submission_id"], row["kind"], row["verdict"]) == (diff, "debugging", "accepted")
+    assert (
+        json.loads(row["metrics"])["lines_changed"] == right["grading"]["metrics"]["lines_changed"]
+    )
+    assert not [name for name in HIDDEN if name in json.dumps(row)]
