@@ -6,6 +6,7 @@ through ``format_html``)."""
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,47 @@ def diff_rows(old: str, new: str) -> list[DiffRow]:
             rows += [DiffRow("del", before[i], old_no=i + 1) for i in range(i1, i2)]
             rows += [DiffRow("add", after[j], new_no=j + 1) for j in range(j1, j2)]
     return rows
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def unified_diff_files(text: str) -> list[tuple[str, str, list[DiffRow]]]:
+    """A unified diff (as ``git diff`` writes it) as (old path, new path, rows) per
+    file, numbered from its hunk headers. Lines outside a file's hunks are skipped."""
+    files: list[tuple[str, str, list[DiffRow]]] = []
+    old_path = ""
+    old_no = new_no = 0
+    for line in text.splitlines():
+        if line.startswith("--- "):
+            old_path = _diff_path(line[4:])
+            continue
+        if line.startswith("+++ "):
+            files.append((old_path, _diff_path(line[4:]), []))
+            continue
+        if not files:
+            continue
+        rows = files[-1][2]
+        if match := _HUNK.match(line):
+            old_no, new_no = int(match[1]), int(match[2])
+            rows.append(DiffRow("hunk", line))
+        elif line.startswith("+"):
+            rows.append(DiffRow("add", line[1:], new_no=new_no))
+            new_no += 1
+        elif line.startswith("-"):
+            rows.append(DiffRow("del", line[1:], old_no=old_no))
+            old_no += 1
+        elif line.startswith(" ") or line == "":
+            rows.append(DiffRow("context", line[1:], old_no, new_no))
+            old_no, new_no = old_no + 1, new_no + 1
+    return files
+
+
+def _diff_path(name: str) -> str:
+    name = name.split("\t", 1)[0].strip()
+    if name == "/dev/null":
+        return name
+    return name[2:] if name.startswith(("a/", "b/")) else name
 
 
 def diff_stat(rows: Sequence[DiffRow]) -> tuple[int, int]:

@@ -43,6 +43,7 @@ from .models import (
 AnyUser = AbstractBaseUser | AnonymousUser
 LOG_CHARS = 8000
 MAX_TRIALS = 200
+FIX_DIFF_CHARS = 200_000
 PAIR_POOL = 30  # most recent accepted submissions per task version considered for pairs
 PAIR_VERSIONS = 20
 SKIP_MEMORY = timedelta(hours=1)  # a skipped item comes back last for this long
@@ -216,9 +217,10 @@ def reviewer_report(report: Mapping[str, Any]) -> dict[str, Any]:
     integrity = report.get("integrity") if isinstance(report.get("integrity"), Mapping) else {}
     logs = report.get("logs") if isinstance(report.get("logs"), Mapping) else {}
     trials = report.get("correctness") if isinstance(report.get("correctness"), list) else []
+    tests = report.get("tests") if isinstance(report.get("tests"), list) else []
     hardware = report.get("hardware") if isinstance(report.get("hardware"), Mapping) else {}
     assert isinstance(integrity, Mapping) and isinstance(logs, Mapping)
-    assert isinstance(hardware, Mapping) and isinstance(trials, list)
+    assert isinstance(hardware, Mapping) and isinstance(trials, list) and isinstance(tests, list)
     return {
         "verdict": str(report.get("verdict") or ""),
         "reason": _tail(report.get("reason"), LOG_CHARS),
@@ -240,6 +242,22 @@ def reviewer_report(report: Mapping[str, Any]) -> dict[str, Any]:
         "harness_version": str(report.get("harness_version") or ""),
         "duration_s": _number(report.get("duration_s")),
         "checked_calls": report.get("checked_calls"),
+        # A debugging fix: its tests by name (reviewers may see hidden ones) and the
+        # diff the grader applied.
+        "tests": [_test(t) for t in tests[:MAX_TRIALS] if isinstance(t, Mapping)],
+        "lines_changed": report.get("lines_changed"),
+        "fix_diff": str(report.get("diff") or "")[:FIX_DIFF_CHARS],
+    }
+
+
+def _test(test: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": str(test.get("id") or ""),
+        "group": str(test.get("group") or "").replace("_", " ").upper(),
+        "visible": bool(test.get("visible")),
+        "outcome": str(test.get("outcome") or ""),
+        "seconds": _number(test.get("seconds")),
+        "message": _tail(test.get("message"), 500),
     }
 
 

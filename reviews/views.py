@@ -195,7 +195,7 @@ def item_context(
         "item": item,
         "task": item["task"],
         "code": code,
-        "diffs": _diffs(item),
+        "diffs": _fix_diffs(report) or _diffs(item),
         "report": report,
         "rubric": item["rubric"],
         "timing_chart": rendering.timing_chart(report["timing"]) if report else None,
@@ -213,6 +213,26 @@ def main_file(files: dict[str, str]) -> str | None:
         if name in files:
             return name
     return max(sorted(files), key=lambda path: len(files[path]))
+
+
+def _fix_diffs(report: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A debugging fix as the grader applied it, file by file, against the source."""
+    if not report or not report.get("fix_diff"):
+        return []
+    diffs = []
+    for old, new, rows in rendering.unified_diff_files(report["fix_diff"]):
+        added, removed = rendering.diff_stat(rows)
+        diffs.append(
+            {
+                "kind": "source",
+                "base": old,
+                "target": new,
+                "rows": rows,
+                "added": added,
+                "removed": removed,
+            }
+        )
+    return diffs
 
 
 def _diffs(item: dict[str, Any]) -> list[dict[str, Any]]:

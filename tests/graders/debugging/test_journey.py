@@ -135,7 +135,14 @@ def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, se
     reviewing.force_login(reviewer)
     item = reviewing.get(reverse("reviews-item", args=[slot.pk]))
     assert item.status_code == 200
-    assert "logsumexp" in item.content.decode()  # the fix under review
+    review_page = item.content.decode()
+    # The fix as applied, against the buggy source, and every test by name with its
+    # outcome (reviewers may see hidden tests).
+    assert "against the source" in review_page
+    assert re.search(r'class="diff-add">.*?logsumexp', review_page, re.S)
+    assert re.search(r'class="diff-del">.*?torch\.exp\(logits\)', review_page, re.S)
+    tested = re.findall(r'data-test="([^"]+)"', review_page)
+    assert len(tested) == 9 and "tests/test_softmax_hidden.py::test_huge_logits" in tested
     review_services.review_submit(
         assignment_id=slot.pk,
         reviewer=reviewer,
