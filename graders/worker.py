@@ -35,6 +35,37 @@ def internal_report(reason: str) -> dict[str, Any]:
     }
 
 
+class CannotGrade(Exception):
+    """A grading the platform cannot run (a broken message, no sandbox); the message
+    is the reason of its ``internal_error`` report."""
+
+
+def message_files(message: Mapping[str, Any]) -> tuple[Any, dict[str, str], dict[str, str]]:
+    """A grading message's manifest, task files and submission files."""
+    try:
+        return (
+            message["manifest"],
+            dict(message["task_files"]),
+            dict(message["submission_files"]),
+        )
+    except (KeyError, TypeError) as error:
+        raise CannotGrade(f"malformed grading message: missing {error}") from None
+
+
+def ready_backend(backend_name: str) -> Any:
+    """The named sandbox backend, checked usable on this worker."""
+    from sandboxes import get_backend
+    from sandboxes.base import SandboxError
+
+    try:
+        backend = get_backend(backend_name)
+        backend.check()
+    except (SandboxError, ValueError) as error:
+        logger.error("sandbox unavailable: %s", error)
+        raise CannotGrade(f"sandbox unavailable on this worker: {error}") from None
+    return backend
+
+
 def lost_worker_report() -> dict[str, Any]:
     """The report of a grading whose worker died while running it."""
     return internal_report("the grading worker was lost while grading this attempt")

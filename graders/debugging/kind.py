@@ -19,6 +19,7 @@ from graders.contract import (
 )
 from graders.reports import report_number
 from graders.verdicts import Verdict
+from graders.worker import CannotGrade, message_files, ready_backend
 from graders.worker import internal_report as _internal
 
 logger = logging.getLogger(__name__)
@@ -157,17 +158,12 @@ class DebuggingKind(TaskKind):
     # -- grading ----------------------------------------------------------------------
 
     def grade(self, message: Mapping[str, Any], *, backend_name: str) -> dict[str, Any]:
-        from sandboxes import get_backend
-        from sandboxes.base import SandboxError
-
         from .spec import DebugSpec
 
         try:
-            manifest = message["manifest"]
-            task_files = dict(message["task_files"])
-            submission_files = dict(message["submission_files"])
-        except (KeyError, TypeError) as error:
-            return _internal(f"malformed grading message: missing {error}")
+            manifest, task_files, submission_files = message_files(message)
+        except CannotGrade as error:
+            return _internal(str(error))
         overrides = message.get("overrides") or {}
         repeat = overrides.get("repeat", 1)
         if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= MAX_REPEAT:
@@ -177,11 +173,9 @@ class DebuggingKind(TaskKind):
         except GradingTableError as error:
             return _internal(f"the task's grading settings are invalid: {error}")
         try:
-            backend = get_backend(backend_name)
-            backend.check()
-        except (SandboxError, ValueError) as error:
-            logger.error("sandbox unavailable: %s", error)
-            return _internal(f"sandbox unavailable on this worker: {error}")
+            backend = ready_backend(backend_name)
+        except CannotGrade as error:
+            return _internal(str(error))
         from .grading import grade
 
         try:

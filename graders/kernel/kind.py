@@ -199,25 +199,21 @@ class KernelKind(TaskKind):
 
     def grade(self, message: Mapping[str, Any], *, backend_name: str) -> dict[str, Any]:
         from graders.kernel.spec import MIN_TRIALS, GradingSpec, SpecError
-        from sandboxes import get_backend
-        from sandboxes.base import Limits, SandboxError
+        from graders.worker import CannotGrade, message_files, ready_backend
+        from sandboxes.base import Limits
 
         try:
-            manifest = message["manifest"]
-            task_files = dict(message["task_files"])
-            submission_files = dict(message["submission_files"])
-        except (KeyError, TypeError) as error:
-            return _internal(f"malformed grading message: missing {error}")
+            manifest, task_files, submission_files = message_files(message)
+        except CannotGrade as error:
+            return _internal(str(error))
         try:
             spec = GradingSpec.from_manifest(manifest, task_files)
         except SpecError as error:
             return _internal(f"the task's grading settings are invalid: {error}")
         try:
-            backend = get_backend(backend_name)
-            backend.check()
-        except (SandboxError, ValueError) as error:
-            logger.error("sandbox unavailable: %s", error)
-            return _internal(f"sandbox unavailable on this worker: {error}")
+            backend = ready_backend(backend_name)
+        except CannotGrade as error:
+            return _internal(str(error))
         from graders.kernel.grading import grade  # imports torch: only for a sound message
 
         overrides = message.get("overrides") or {}

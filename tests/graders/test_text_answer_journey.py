@@ -66,12 +66,14 @@ def submit(client: Any, answer: str) -> int:
     return int(response.json()["id"])
 
 
-def graded(client: Any, pk: int) -> dict[str, Any]:
+def graded(client: Any, pk: int, timeout: float = 120) -> dict[str, Any]:
+    """The submission as the API shows it once its grading has ended."""
+
     def done() -> dict[str, Any] | None:
         body = client.get(f"/api/v1/submissions/{pk}/").json()
         return body if body["status"] in ("graded", "awaiting_review", "failed") else None
 
-    return wait(done, f"submission {pk}")
+    return wait(done, f"submission {pk}", timeout)
 
 
 def test_a_kind_defined_only_in_the_tests_goes_the_whole_way(

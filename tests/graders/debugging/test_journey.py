@@ -27,7 +27,7 @@ from tasks.models import Task, TaskStatus, ValidationRun, ValidationStatus
 from tests import factories
 from tests.api.conftest import bearer
 from tests.exports.conftest import all_rows, build, define, exporter
-from tests.graders.test_text_answer_journey import wait
+from tests.graders.test_text_answer_journey import graded, wait
 
 from .conftest import SOFTMAX
 
@@ -50,14 +50,6 @@ def submit(client: Any, path: str, content: str) -> int:
     )
     assert response.status_code == 201, response.content
     return int(response.json()["id"])
-
-
-def graded(client: Any, pk: int) -> dict[str, Any]:
-    def done() -> dict[str, Any] | None:
-        body = client.get(f"/api/v1/submissions/{pk}/").json()
-        return body if body["status"] in ("graded", "awaiting_review", "failed") else None
-
-    return wait(done, f"submission {pk}", timeout=300)
 
 
 def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, settings):
@@ -107,7 +99,7 @@ def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, se
     )
     assert clamped != source
     whole_file = submit(client, "softmax.py", clamped)
-    right, wrong = graded(client, diff), graded(client, whole_file)
+    right, wrong = graded(client, diff, timeout=300), graded(client, whole_file, timeout=300)
     assert right["verdict"] == "accepted", right["grading"]
     assert wrong["verdict"] == "wrong_answer", wrong["grading"]
     assert right["grading"]["metrics"]["resolved"] == 1.0
