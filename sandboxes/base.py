@@ -36,6 +36,11 @@ CHANNEL_OUT_FD = 4
 ARENA_FD = 5
 
 LimitName = Literal["wall_time", "cpu_time", "memory", "output", "file_size", "processes"]
+# "none": no network at all, only Unix sockets. "loopback": the run's own loopback
+# interface in a network namespace of its own (nothing outside the run is reachable),
+# for code that talks to itself over TCP, such as torch.distributed's gloo backend.
+Network = Literal["none", "loopback"]
+NETWORKS: tuple[Network, ...] = ("none", "loopback")
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -109,7 +114,8 @@ class RunRequest:
     before the command starts. ``ro_binds`` are extra host paths made visible
     read-only (host path, path inside), e.g. the harness source. ``env`` is the
     *entire* environment inside. ``collect`` names work-dir files to read back
-    after the run (missing ones are simply absent from the result).
+    after the run (missing ones are simply absent from the result). ``network``
+    is one of ``NETWORKS``.
     """
 
     argv: Sequence[str]
@@ -122,6 +128,11 @@ class RunRequest:
     workdir: str = "/work"
     gpus: Sequence[int] = ()  # device indices; empty means no GPU inside
     arena_bytes: int = 0
+    network: Network = "none"
+
+    def __post_init__(self) -> None:
+        if self.network not in NETWORKS:
+            raise ValueError(f"unknown network {self.network!r}; known: {', '.join(NETWORKS)}")
 
 
 @dataclass

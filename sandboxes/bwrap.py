@@ -43,6 +43,10 @@ tmpfs on the work dir and on ``/tmp``, then ``--remount-ro /dev`` and
 memory). Mounts are emitted parent before child (a bind under ``/tmp`` after
 ``/tmp`` itself). The seccomp filter of ``seccomp.py`` arrives as a memfd on
 ``--seccomp``; bwrap reports the child's exit on ``--json-status-fd``.
+The network namespace holds only its loopback interface, which bwrap brings
+up; whether code may create sockets for it is the filter's to say (a
+``network="loopback"`` run may, see ``seccomp.NETWORK_FAMILIES``). Host
+listeners, on 127.0.0.1 included, live in another namespace and are unreachable.
 
 Limits and how a hit is seen from outside
 -----------------------------------------
@@ -102,6 +106,7 @@ from .base import (
     ARENA_FD,
     CHANNEL_IN_FD,
     CHANNEL_OUT_FD,
+    NETWORKS,
     GiB,
     Limits,
     RunRequest,
@@ -253,7 +258,8 @@ class BwrapSandbox(Sandbox):
         for tool in ("/bin/bash", SETPRIV):
             if not os.access(tool, os.X_OK):
                 raise SandboxUnavailable(f"{tool} is needed to launch bwrap and is missing")
-        seccomp.filter_bpf()
+        for network in NETWORKS:
+            seccomp.filter_bpf(network)
         with self._lock:
             if self._cgroups is None:
                 self._cgroups = cgroups.detect()
@@ -535,7 +541,7 @@ class _RunResources:
         fds.open_stdio(with_stdin=bool(self.request.stdin))
         fds.status_r, status_w = os.pipe2(os.O_CLOEXEC)
         fds.status_w = renumber_high(status_w)
-        fds.seccomp = renumber_high(seccomp.filter_fd())
+        fds.seccomp = renumber_high(seccomp.filter_fd(self.request.network))
 
     def release(self) -> None:
         """Kill what is left, unmount the tmpfs, remove the cgroups, close descriptors."""

@@ -5,7 +5,9 @@ toolkit for GPUs). The image (``BENCHWRIGHT_DOCKER_IMAGE`` or the ``image``
 argument) must hold the Python environment, ``/bin/sh`` and ``/usr/bin/env``;
 it is never pulled at run time (``--pull never``).
 
-One run is ``docker run`` with ``--network none``, ``--read-only``,
+One run is ``docker run`` with ``--network none`` (the container's own
+loopback interface only; a ``network="loopback"`` run differs only in the
+seccomp profile, which lets it create TCP sockets for it), ``--read-only``,
 ``--user 65534:65534``, ``--cap-drop ALL``, ``--security-opt
 no-new-privileges``, the seccomp policy of ``seccomp.py`` as a profile,
 ``--init`` (a PID-1 reaper: when the command exits, the PID namespace and every
@@ -297,7 +299,7 @@ class _DockerRun:
     def prepare(self) -> None:
         self.workdir.create()
         self.workdir.write_files(self.request.files)
-        self.profile.write_text(json.dumps(seccomp.docker_profile()))
+        self.profile.write_text(json.dumps(seccomp.docker_profile(self.request.network)))
         self.channel_dir.mkdir(mode=0o755)
         fifo_in, fifo_out = self.channel_dir / "in", self.channel_dir / "out"
         for fifo in (fifo_in, fifo_out):

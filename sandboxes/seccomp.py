@@ -2,7 +2,10 @@
 
 Everything is allowed except what a grading job never needs and an escape
 or a side channel would: network sockets (only ``AF_UNIX`` may be created, so
-``multiprocessing`` and torch's shared-memory handles keep working), tracing
+``multiprocessing`` and torch's shared-memory handles keep working; a run that
+asks for ``network="loopback"`` may also create TCP/UDP sockets and route
+netlink sockets, for its own private loopback interface: see
+``NETWORK_FAMILIES``), tracing
 other processes, the kernel keyring, io_uring (it bypasses this filter), eBPF,
 perf events, mounting and namespaces, module loading and kexec, clock and
 swap changes, and the timers and signal descriptors that can make the kernel do
@@ -92,14 +95,36 @@ OPTIONAL_DENIED = (
     "quotactl_fd",
 )
 
-# socket() and socketpair() succeed only for this family.
-ALLOWED_SOCKET_FAMILY = socket.AF_UNIX
+# The socket families socket() accepts, by the run's network. "loopback" is for
+# code that talks to itself over TCP, such as torch.distributed's gloo backend and
+# its TCP store: IPv4 and IPv6, and route netlink, which getifaddrs() needs to find
+# the interfaces. The sandbox's network namespace is its own, holding only its
+# loopback interface, so such a socket reaches nothing outside the run; raw and
+# packet sockets need CAP_NET_RAW, which the sandbox does not hold. socketpair()
+# is allowed for AF_UNIX only, whatever the network.
+NETWORK_FAMILIES: dict[str, tuple[int, ...]] = {
+    "none": (socket.AF_UNIX,),
+    "loopback": (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK),
+}
+NETLINK_ROUTE = 0  # the one netlink protocol a "loopback" run may open
+
+
+def denied_families(allowed: tuple[int, ...]) -> tuple[list[int], int]:
+    """The socket families to refuse, as (every refused value up to the largest
+    allowed one, and the largest allowed one: every value above it is refused too).
+
+    libseccomp ORs the rules given for one call and each compares one argument once,
+    so "not one of these" is written as equalities below the top and one GT above it.
+    The comparison is on all 64 bits: a family with high bits set is refused.
+    """
+    top = int(max(allowed))
+    return [value for value in range(top) if value not in allowed], top
 
 
 _SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
 
-def _build_filter() -> object:
+def _build_filter(network: str) -> object:
     try:
         import pyseccomp as seccomp
     except ImportError as exc:  # pragma: no cover - the dependency is pinned
@@ -109,8 +134,19 @@ def _build_filter() -> object:
 
     deny = seccomp.ERRNO(errno.EPERM)
     flt = seccomp.SyscallFilter(seccomp.ALLOW)
-    for name in ("socket", "socketpair"):
-        flt.add_rule(deny, name, seccomp.Arg(0, seccomp.NE, ALLOWED_SOCKET_FAMILY))
+    families = _families(network)
+    below, top = denied_families(families)
+    for value in below:
+        flt.add_rule(deny, "socket", seccomp.Arg(0, seccomp.EQ, value))
+    flt.add_rule(deny, "socket", seccomp.Arg(0, seccomp.GT, top))
+    if socket.AF_NETLINK in families:
+        flt.add_rule(
+            deny,
+            "socket",
+            seccomp.Arg(0, seccomp.EQ, socket.AF_NETLINK),
+            seccomp.Arg(2, seccomp.NE, NETLINK_ROUTE),
+        )
+    flt.add_rule(deny, "socketpair", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
     for name in REQUIRED_DENIED:
         try:
             flt.add_rule(deny, name)
@@ -124,10 +160,19 @@ def _build_filter() -> object:
     return flt
 
 
+def _families(network: str) -> tuple[int, ...]:
+    try:
+        return NETWORK_FAMILIES[network]
+    except KeyError:
+        raise ValueError(
+            f"unknown network {network!r}; known: {', '.join(NETWORK_FAMILIES)}"
+        ) from None
+
+
 @functools.cache
-def filter_bpf() -> bytes:
+def filter_bpf(network: str = "none") -> bytes:
     """The compiled filter (classic BPF), as bwrap's ``--seccomp`` expects it."""
-    flt = _build_filter()
+    flt = _build_filter(network)
     fd = os.memfd_create("seccomp-build", os.MFD_CLOEXEC)
     with os.fdopen(fd, "w+b") as handle:
         flt.export_bpf(handle)  # type: ignore[attr-defined]
@@ -138,13 +183,13 @@ def filter_bpf() -> bytes:
     return program
 
 
-def filter_fd() -> int:
+def filter_fd(network: str = "none") -> int:
     """A fresh read-only memfd positioned at the start of the filter, for one run.
 
     bwrap reads the program from the descriptor's current offset, so runs
     must not share one; the caller closes it after the sandbox has started.
     """
-    program = filter_bpf()
+    program = filter_bpf(network)
     fd = os.memfd_create("seccomp", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         os.write(fd, program)
@@ -156,14 +201,24 @@ def filter_fd() -> int:
     return fd
 
 
-def docker_profile() -> dict[str, Any]:
-    """The same policy as a Docker seccomp profile (``--security-opt seccomp=FILE``)."""
+def docker_profile(network: str = "none") -> dict[str, Any]:
+    """The same policy as a Docker seccomp profile (``--security-opt seccomp=FILE``).
+    Rules listed apart are ORed, and the conditions of one rule ANDed, as in libseccomp."""
     deny = {"action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM}
-    only_unix = {"index": 0, "value": ALLOWED_SOCKET_FAMILY, "op": "SCMP_CMP_NE"}
+
+    def arg(index: int, op: str, value: int) -> dict[str, Any]:
+        return {"index": index, "value": value, "op": f"SCMP_CMP_{op}"}
+
+    families = _families(network)
+    below, top = denied_families(families)
+    socket_rules = [[arg(0, "EQ", value)] for value in below] + [[arg(0, "GT", top)]]
+    if socket.AF_NETLINK in families:
+        socket_rules.append([arg(0, "EQ", socket.AF_NETLINK), arg(2, "NE", NETLINK_ROUTE)])
     return {
         "defaultAction": "SCMP_ACT_ALLOW",
         "syscalls": [
             {"names": list(REQUIRED_DENIED + OPTIONAL_DENIED), **deny},
-            {"names": ["socket", "socketpair"], **deny, "args": [only_unix]},
+            *({"names": ["socket"], **deny, "args": args} for args in socket_rules),
+            {"names": ["socketpair"], **deny, "args": [arg(0, "NE", socket.AF_UNIX)]},
         ],
     }

@@ -394,6 +394,63 @@ print(json.dumps(out))
     assert set(seen) >= {"timer_create", "timerfd_create", "signalfd", "signalfd4"}
 
 
+def test_a_loopback_run_talks_tcp_to_itself_and_reaches_nothing_else(sandbox):
+    # What torch.distributed's gloo needs (a TCP store, getifaddrs over route netlink),
+    # in the run's own namespace: the host's listener on 127.0.0.1 is not there.
+    listener = socket.create_server(("127.0.0.1", 0))
+    host_port = listener.getsockname()[1]
+    code = f"""
+import ctypes, errno, json, socket
+out = {{}}
+server = socket.create_server(("127.0.0.1", 0))
+client = socket.create_connection(server.getsockname())
+conn, _ = server.accept()
+client.sendall(b"ping")
+out["tcp"] = conn.recv(4).decode()
+six = socket.create_server(("::1", 0), family=socket.AF_INET6)
+socket.create_connection(six.getsockname()[:2]).close()
+out["tcp6"] = "ok"
+out["interfaces"] = sorted(name for _, name in socket.if_nameindex())
+def attempt(name, make):
+    try:
+        make().close()
+        out[name] = 0
+    except OSError as exc:
+        out[name] = errno.errorcode.get(exc.errno, exc.errno)
+attempt("host_listener", lambda: socket.create_connection(("127.0.0.1", {host_port}), timeout=5))
+attempt("outside", lambda: socket.create_connection(("192.0.2.1", 80), timeout=5))
+attempt("netlink_route", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+attempt("netlink_audit", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9))
+attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))
+attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+attempt("vsock", lambda: socket.socket(40, socket.SOCK_STREAM))
+# AF_INET with high bits set: the kernel reads an int and would take it for AF_INET.
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+args = (41, (1 << 32) | socket.AF_INET, socket.SOCK_STREAM, 0)  # socket(2)
+rc = libc.syscall(*[ctypes.c_long(a) for a in args])
+out["high_bits"] = "EPERM" if rc == -1 and ctypes.get_errno() == errno.EPERM else rc
+attempt("bluetooth", lambda: socket.socket(31, socket.SOCK_STREAM))
+print(json.dumps(out))
+"""
+    try:
+        seen = report(run_py(sandbox, code, network="loopback"))
+    finally:
+        listener.close()
+    assert seen.pop("tcp") == "ping" and seen.pop("tcp6") == "ok"
+    assert seen.pop("interfaces") == ["lo"]
+    assert seen.pop("netlink_route") == 0
+    assert seen.pop("host_listener") == "ECONNREFUSED"
+    assert seen.pop("outside") == "ENETUNREACH"
+    assert seen == dict.fromkeys(seen, "EPERM")
+    assert set(seen) == {"netlink_audit", "packet", "raw", "vsock", "high_bits", "bluetooth"}
+
+
+def test_an_unknown_network_is_refused_before_anything_runs():
+    with pytest.raises(ValueError, match="unknown network 'host'; known: none, loopback"):
+        RunRequest(argv=["true"], network="host")  # type: ignore[arg-type]
+
+
 def test_seccomp_kills_calls_through_another_abi(sandbox):
     # The x32 number of io_uring_setup: must not slip past a filter written for x86-64.
     code = """

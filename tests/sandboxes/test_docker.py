@@ -109,9 +109,25 @@ def test_seccomp_profile_matches_the_bwrap_filter():
     assert set(seccomp.REQUIRED_DENIED) <= set(denied)
     for name in ("keyctl", "io_uring_setup", "bpf", "mount", "unshare", "setns"):
         assert name in denied
-    sockets = rules[("socket", "socketpair")]
-    assert sockets["args"] == [{"index": 0, "value": 1, "op": "SCMP_CMP_NE"}]
-    assert sockets["errnoRet"] == 1
+
+    def socket_rules(profile):
+        return [rule["args"] for rule in profile["syscalls"] if rule["names"] == ["socket"]]
+
+    def arg(index, op, value):
+        return {"index": index, "value": value, "op": f"SCMP_CMP_{op}"}
+
+    # Only AF_UNIX (1): refused when 0 or above 1, the same as "not 1" on 64 bits.
+    assert socket_rules(profile) == [[arg(0, "EQ", 0)], [arg(0, "GT", 1)]]
+    assert rules[("socketpair",)]["args"] == [arg(0, "NE", 1)]
+    assert all(rule["errnoRet"] == 1 for rule in profile["syscalls"])
+    # A loopback run adds AF_INET (2), AF_INET6 (10) and route netlink (16, protocol 0).
+    loopback = socket_rules(seccomp.docker_profile("loopback"))
+    refused = {
+        rule[0]["value"] for rule in loopback if len(rule) == 1 and rule[0]["op"].endswith("EQ")
+    }
+    assert refused == set(range(17)) - {1, 2, 10, 16}
+    assert [arg(0, "GT", 16)] in loopback
+    assert [arg(0, "EQ", 16), arg(2, "NE", 0)] in loopback
 
 
 def test_check_refuses_when_no_engine_answers(monkeypatch, tmp_path):
