@@ -79,6 +79,11 @@ class TaskGradingSerializer(serializers.Serializer[Any]):
     )
     fix_paths = serializers.ListField(child=serializers.CharField(), required=False)
     test_timeout_s = serializers.FloatField(required=False)
+    network = serializers.ChoiceField(
+        choices=["none", "loopback"],
+        required=False,
+        help_text="loopback: tests talk TCP to themselves on the sandbox's own loopback.",
+    )
     fail_to_pass = TaskTestGroupSerializer(required=False)
     pass_to_pass = TaskTestGroupSerializer(required=False)
     peak_memory = serializers.DictField(required=False)

@@ -184,6 +184,7 @@ class TestRunner:
                 (str(HARNESS_DIR), f"{MOUNT}/harness"),
             ],
             workdir=WORKDIR,
+            network=self.spec.network,
         )
 
     def run(

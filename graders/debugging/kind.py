@@ -100,6 +100,8 @@ class DebuggingKind(TaskKind):
             public["fix_paths"] = [p for p in fix_paths if isinstance(p, str)]
         if isinstance(grading.get("test_timeout_s"), int | float):
             public["test_timeout_s"] = grading["test_timeout_s"]
+        if isinstance(grading.get("network"), str):
+            public["network"] = grading["network"]
         prefix = f"{root}/" if isinstance(root, str) else ""
         visible: list[str] = []
         for group in ("fail_to_pass", "pass_to_pass"):

@@ -22,7 +22,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from graders.contract import GradingTableError
-from sandboxes.base import InvalidLimits, Limits
+from sandboxes.base import NETWORKS, InvalidLimits, Limits, Network
 
 GRADING_KEYS = (
     "root",
@@ -33,6 +33,7 @@ GRADING_KEYS = (
     "tolerances",
     "peak_memory",
     "limits",
+    "network",
 )
 DIFF_SUFFIXES = (".diff", ".patch")
 TREE_ROLES = ("starter", "test", "other")  # the roles a file under the root may have
@@ -82,6 +83,9 @@ class DebugSpec:
     tests: Mapping[str, str] = field(repr=False)  # root-relative test file -> text
     visible_tests: frozenset[str] = frozenset()  # test files shown to solvers
     solution: str = ""  # the bundle path of the expert fix
+    # "loopback": tests may talk TCP to themselves (gloo, a TCP store) on the sandbox's
+    # own loopback interface; nothing outside the sandbox is reachable either way.
+    network: Network = "none"
 
     @property
     def all_tests(self) -> tuple[TestId, ...]:
@@ -144,6 +148,7 @@ class DebugSpec:
             tests=tests,
             visible_tests=frozenset(visible),
             solution=solution,
+            network=_network(grading),
         )
 
 
@@ -257,6 +262,14 @@ def _fix_paths(grading: Mapping[str, Any], source: Mapping[str, str]) -> tuple[s
         if not any(fnmatchcase(path, pattern) for path in source) and "*" not in pattern:
             raise GradingTableError("grading.fix_paths", f"{pattern!r} is not a source file")
     return tuple(value)
+
+
+def _network(grading: Mapping[str, Any]) -> Network:
+    value = grading.get("network", "none")
+    for network in NETWORKS:
+        if value == network:
+            return network
+    raise GradingTableError("grading.network", f"must be one of: {', '.join(NETWORKS)}")
 
 
 def _timeout(grading: Mapping[str, Any]) -> float:

@@ -97,6 +97,21 @@ def test_a_debugging_task_shows_its_codebase_and_visible_tests_never_a_hidden_on
         assert hidden not in text
 
 
+def test_a_task_whose_tests_talk_tcp_says_it_gets_the_sandbox_loopback(owner_token):
+    publish_catalog_task("debug-gloo-skipped-collective")
+
+    response = bearer(owner_token).get("/api/v1/tasks/debug-gloo-skipped-collective/")
+
+    assert response.status_code == 200, response.content
+    grading = response.json()["grading"]
+    assert grading["network"] == "loopback"
+    assert grading["fail_to_pass"] == {
+        "total": 3,
+        "visible": ["tests/test_repro.py::test_one_rank_has_no_examples"],
+    }
+    assert "test_metrics_hidden" not in response.content.decode()
+
+
 @pytest.mark.parametrize("role", ["task_author", "reviewer", "admin"])
 def test_even_those_who_may_see_hidden_files_get_only_prompt_files_here(role, task, request):
     user = request.getfixturevalue(role)

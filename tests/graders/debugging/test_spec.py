@@ -33,6 +33,8 @@ def test_the_catalog_task_parses_into_tree_tests_and_groups(softmax_bundle):
     assert spec.fail_to_pass[1].module == "tests.test_softmax_hidden"
     assert spec.solution == "fix.diff"
     assert spec.may_change("softmax.py") and not spec.may_change("tests/test_repro.py")
+    assert spec.network == "none"
+    assert parse(softmax_bundle, grading("network", "loopback")).network == "loopback"
 
 
 def grading(key: str, value: Any):
@@ -71,6 +73,7 @@ def grading(key: str, value: Any):
         ("tolerances", {"float8": {"atol": 1}}, "grading.tolerances.float8", "unknown dtype"),
         ("peak_memory", {"tests/x.py::t": 10}, "grading.peak_memory.tests/x.py::t", "is not in"),
         ("limits", {"wall_time_s": -1}, "grading.limits", "outside"),
+        ("network", "host", "grading.network", "must be one of: none, loopback"),
         ("surprise", 1, "grading.surprise", "unknown key"),
     ],
 )
