@@ -1,7 +1,7 @@
-"""What one kernel grading costs, what the sandbox adds, and how repeatable a CPU speedup is.
+"""What one grading costs, what the sandbox adds, and how repeatable a CPU speedup is.
 
     .venv/bin/python bench/grading.py [--runs 3] [--repeats 10] [--throughput 8]
-                                      [--only latency,throughput,repeatability]
+                                      [--only latency,throughput,repeatability,debugging]
 
 1. Latency of one grading of a small and a large task (plain PyTorch
    solution, 10 timed batches a side so every grading does the same work),
@@ -15,6 +15,12 @@
 3. Repeatability: the same honest C++ ``load_inline`` submission (fused
    add+ReLU with OpenMP) graded ``--repeats`` times; the spread of its speedup
    (max/min). Every grading builds the extension again (~20 s).
+4. Latency of one debugging grading (the expert fix of a catalog task, graded
+   ``--runs`` times), split into patch (checking and applying both fixes),
+   sandbox start (until each runner process is ready, torch imported),
+   tests (running them on both trees) and comparison, for a single-process
+   task (``debug-softmax-overflow``) and one whose tests start two and three
+   gloo ranks over the sandbox's loopback (``debug-gloo-skipped-collective``).
 
 Needs root (the bwrap backend). Prints the figures and writes
 bench/results/grading.json (the sections run replace theirs there). The
@@ -39,6 +45,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from graders.debugging.grading import grade as grade_fix  # noqa: E402
+from graders.debugging.spec import DebugSpec  # noqa: E402
+from graders.files import read_bundle  # noqa: E402
 from graders.kernel.grading import grade  # noqa: E402
 from graders.kernel.report import GradeReport, Verdict  # noqa: E402
 from graders.kernel.spec import GradingSpec, ShapeSet, TimingSettings  # noqa: E402
@@ -48,6 +57,12 @@ from sandboxes.unsandboxed import Unsandboxed  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "grading.json"
 PHASES = ("sandbox_start", "imports", "reference_phase", "submission_phase", "comparison")
+CATALOG = ROOT / "reference_solutions"
+DEBUGGING_TASKS = {
+    "single_process": "debug-softmax-overflow",
+    "gloo_ranks": "debug-gloo-skipped-collective",
+}
+DEBUGGING_PHASES = ("patch", "sandbox_start", "tests", "compare")
 
 REFERENCE = """
 import torch
@@ -80,7 +95,7 @@ class ModelNew(nn.Module):
         return torch.add(a, b).clamp_min_(0.0)
 """
 
-CPP_SOLUTION = (ROOT / "tests" / "sandboxes" / "exploits" / "honest_cpp.py").read_text()
+CPP_SOLUTION = (ROOT / "tests" / "graders" / "kernel" / "exploits" / "honest_cpp.py").read_text()
 
 TIMING = TimingSettings(
     warmup=3, min_batches=5, max_batches=30, target_rel_error=0.02, budget_s=5.0
@@ -180,6 +195,36 @@ def repeatability(backend: Sandbox, repeats: int) -> dict[str, Any]:
     }
 
 
+def debugging(backend: Sandbox, runs: int) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for label, slug in DEBUGGING_TASKS.items():
+        manifest, files = read_bundle(CATALOG / slug)
+        spec = DebugSpec.from_manifest(manifest, files)
+        fix = {"fix.diff": files[spec.solution]}
+        reports = []
+        for _ in range(runs):
+            report = grade_fix(spec, files, fix, backend)
+            if report["verdict"] != "accepted":
+                raise SystemExit(f"{slug}: the expert fix was not accepted: {report['reason']}")
+            reports.append(report)
+        figures[label] = {
+            "task": slug,
+            "network": spec.network,
+            "tests": len(spec.all_tests),
+            "runner_processes": reports[0]["processes"],
+            "duration_s": statistics.median(r["duration_s"] for r in reports),
+            "phases_s": {
+                p: statistics.median(r["phases_s"].get(p, 0.0) for r in reports)
+                for p in DEBUGGING_PHASES
+            },
+            # The fix's side, as its runner timed each test (ranks started, joined).
+            "per_test_s_median": statistics.median(
+                t["seconds"] for r in reports for t in r["tests"]
+            ),
+        }
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -191,7 +236,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10, help="gradings of the C++ submission")
     parser.add_argument(
         "--only",
-        default="latency,throughput,repeatability",
+        default="latency,throughput,repeatability,debugging",
         help="comma-separated sections to run",
     )
     args = parser.parse_args()
@@ -206,6 +251,7 @@ def main() -> None:
         "latency": (lambda: latency(backend, unsafe, args.runs), report_latency),
         "throughput": (lambda: throughput(backend, args.throughput), report_throughput),
         "repeatability": (lambda: repeatability(backend, args.repeats), report_repeatability),
+        "debugging": (lambda: debugging(backend, args.runs), report_debugging),
     }
     for name in args.only.split(","):
         measure, report = sections[name]
@@ -254,6 +300,19 @@ def report_repeatability(figures: dict[str, Any]) -> None:
     speedups = ", ".join(f"{s:.3f}" for s in figures["speedups"])
     print(f"repeatability, {figures['task']}: speedups {speedups}")
     print(f"  max/min {figures['max_over_min']:.3f}; timing mode {figures['timing_mode']}")
+
+
+def report_debugging(figures: dict[str, Any]) -> None:
+    print("latency of one debugging grading, the expert fix (median), seconds")
+    for label in DEBUGGING_TASKS:
+        data = figures[label]
+        phases = "  ".join(f"{p} {v:.2f}" for p, v in data["phases_s"].items())
+        print(f"  {label:14s} total {data['duration_s']:.2f}  {phases}")
+        print(
+            f"  {'':14s} {data['task']}: {data['tests']} tests a side, "
+            f"{data['runner_processes']} runner processes, network {data['network']}, "
+            f"{data['per_test_s_median']:.3f} s per test"
+        )
 
 
 if __name__ == "__main__":
