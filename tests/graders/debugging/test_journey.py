@@ -2,8 +2,8 @@
 imported, validated by the real Celery worker (the expert fix, every negative and
 the unchanged source), published, shown over the REST API without a hidden test,
 fixed over the API with a diff and with a whole replacement file, graded by the
-worker in the sandbox, reviewed blind and exported. Every reading goes through the
-platform's own API, pages and export."""
+worker in the sandbox, reviewed blind and exported in every format. Every reading
+goes through the platform's own API, pages and export."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, se
         data=review_services.ReviewInput(
             decision="accept",
             feedback="Normalises in log space in float32; names why exp overflowed.",
-            scores={"root-cause": review_services.ScoreInput(level=1)},
+            scores={"root-cause": review_services.ScoreInput(level=2)},
         ),
     )
     assert ReviewOutcome.objects.get(submission_id=diff).decision == "accepted"
@@ -155,3 +155,42 @@ def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, se
         json.loads(row["metrics"])["lines_changed"] == right["grading"]["metrics"]["lines_changed"]
     )
     assert not [name for name in HIDDEN if name in json.dumps(row)]
+
+    # A second accepted fix, which the reviewer scores lower: the two make a
+    # preference pair, and both reviews are critique rows. The fix is the completion.
+    other = submit(client, "fix.diff", (HONEST / "max_subtracted.diff").read_text())
+    assert graded(client, other, timeout=300)["verdict"] == "accepted"
+    slot = review_services.assignment_claim_next(reviewer=reviewer)
+    assert slot is not None and slot.submission_id == other
+    review_services.review_submit(
+        assignment_id=slot.pk,
+        reviewer=reviewer,
+        data=review_services.ReviewInput(
+            decision="accept",
+            feedback="Right, but says nothing of why exp overflowed.",
+            scores={"root-cause": review_services.ScoreInput(level=0)},
+        ),
+    )
+    only_this = {"tasks": [SOFTMAX.name]}
+    preference = build(
+        define(owner, slug="debug-pref", format="preference", margin=0.1, filters=only_this),
+        owner,
+    )
+    (pair,) = all_rows(preference)
+    assert (pair["chosen_submission_id"], pair["rejected_submission_id"]) == (diff, other)
+    assert pair["source"] == "score_margin" and pair["margin"] > 0.1
+    assert "logsumexp" in pair["chosen"][0]["content"]
+    assert "row_max" in pair["rejected"][0]["content"]
+    critique = build(
+        define(owner, slug="debug-critique", format="critique", filters=only_this), owner
+    )
+    rows = {row["submission_id"]: row for row in all_rows(critique)}
+    assert set(rows) == {diff, other}
+    assert rows[other]["reviews"][0]["feedback"].startswith("Right, but")
+    assert "+++ b/softmax.py" in rows[other]["completion"][0]["content"]
+    rl = build(define(owner, slug="debug-rl", format="rl", filters=only_this), owner)
+    (task_row,) = all_rows(rl)
+    assert json.loads(task_row["grading"])["fail_to_pass"]["total"] == 5
+    for snapshot in (preference, critique, rl):
+        shown = json.dumps(all_rows(snapshot), default=str)
+        assert not [name for name in (*HIDDEN, "bad/") if name in shown], snapshot.pk
