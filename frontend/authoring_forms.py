@@ -4,7 +4,6 @@ own rules and raise ValidationErrors that ``apply_errors`` puts next to the fiel
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,15 +11,10 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from graders import registry
-from graders.contract import COMMON_RULE_TYPES, GradingTableError
-from graders.kernel.spec import DEFAULT_TOLERANCES, FORMATS, LANGUAGES
+from graders.contract import COMMON_RULE_TYPES
 from graders.verdicts import NOT_THE_SUBMISSIONS, Verdict
 from tasks.models import Difficulty, FileRole, Hardware, ReviewDecision, Visibility, kind_choices
 
-# Output dtypes offered in the tolerance table; others stay editable in task.toml.
-TOLERANCE_DTYPES = ("float32", "float16", "bfloat16", "float64")
-TIMING_INTS = ("warmup", "min_batches", "max_batches")
-TIMING_FLOATS = ("target_rel_error", "budget_s", "call_timeout_s")
 CODE_WIDGET_ATTRS = {"class": "code-input", "spellcheck": "false", "rows": 24}
 
 
@@ -154,175 +148,6 @@ class NewFileForm(FileForm):
 
 class RenameForm(forms.Form):
     path = forms.CharField(max_length=255, label="New path")
-
-
-# -- grading ---------------------------------------------------------------------------------
-
-
-class GradingForm(forms.Form):
-    """The [grading] table of a kernel task, field by field. Ranges and rules are the
-    kernel kind's: its GradingTableError lands beside the field it names."""
-
-    format = forms.ChoiceField(choices=[(f, f) for f in FORMATS])
-    language = forms.ChoiceField(
-        choices=[(name, name) for name in LANGUAGES], help_text="What solutions are written in."
-    )
-    trials = forms.IntegerField(help_text="Correctness trials per shape set (at least 5).")
-    seed_inputs = forms.BooleanField(
-        required=False, label="Seed inputs", help_text="Seed torch before get_inputs()."
-    )
-    shapes = forms.CharField(
-        required=False,
-        strip=False,
-        help_text="[[shapes]] tables in TOML; each key overrides a global of the reference. "
-        "Empty: the reference's own sizes.",
-        widget=forms.Textarea(
-            attrs={
-                **CODE_WIDGET_ATTRS,
-                "rows": 8,
-                "data-language": "toml",
-                "data-editor": True,
-                "placeholder": '[[shapes]]\nname = "small"\nbatch_size = 4\ndim = 64',
-            }
-        ),
-    )
-    limits = forms.CharField(
-        required=False,
-        strip=False,
-        label="Sandbox limits",
-        help_text="Overrides in TOML, e.g. wall_time_s = 300.",
-        widget=forms.Textarea(
-            attrs={
-                **CODE_WIDGET_ATTRS,
-                "rows": 3,
-                "data-language": "toml",
-                "data-editor": True,
-                "placeholder": "wall_time_s = 300",
-            }
-        ),
-    )
-    timing_shape = forms.CharField(required=False, label="Timed shape set")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for dtype in TOLERANCE_DTYPES:
-            default = DEFAULT_TOLERANCES.get(dtype)
-            for key in ("atol", "rtol"):
-                placeholder = f"{getattr(default, key):g}" if default else "exact"
-                self.fields[f"tol_{dtype}_{key}"] = forms.FloatField(
-                    required=False,
-                    label=f"{dtype} {key}",
-                    widget=forms.TextInput(
-                        attrs={"placeholder": placeholder, "inputmode": "decimal"}
-                    ),
-                )
-        for name in TIMING_INTS:
-            self.fields[f"timing_{name}"] = forms.IntegerField(required=False, label=name)
-        for name in TIMING_FLOATS:
-            self.fields[f"timing_{name}"] = forms.FloatField(
-                required=False, label=name, widget=forms.TextInput(attrs={"inputmode": "decimal"})
-            )
-
-    def tolerance_rows(self) -> list[tuple[str, forms.BoundField, forms.BoundField]]:
-        return [(d, self[f"tol_{d}_atol"], self[f"tol_{d}_rtol"]) for d in TOLERANCE_DTYPES]
-
-    @classmethod
-    def initial_from(cls, grading: Mapping[str, Any]) -> dict[str, Any]:
-        import tomli_w
-
-        initial: dict[str, Any] = {
-            "format": grading.get("format", "kernelbench"),
-            "language": grading.get("language", "pytorch"),
-            "trials": grading.get("trials", 5),
-            "seed_inputs": grading.get("seed_inputs", True),
-            "shapes": tomli_w.dumps({"shapes": grading["shapes"]}) if grading.get("shapes") else "",
-            "limits": tomli_w.dumps(grading["limits"]) if grading.get("limits") else "",
-        }
-        for dtype, tolerance in (grading.get("tolerances") or {}).items():
-            for key in ("atol", "rtol"):
-                if isinstance(tolerance, dict) and key in tolerance:
-                    initial[f"tol_{dtype}_{key}"] = tolerance[key]
-        for name, value in (grading.get("timing") or {}).items():
-            initial[f"timing_{name}"] = value
-        return initial
-
-    def _toml(self, name: str) -> dict[str, Any]:
-        text = normalise_newlines(self.cleaned_data.get(name) or "")
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValidationError({name: [f"not valid TOML: {exc}"]}) from None
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        try:
-            shapes = self._toml("shapes")
-            if set(shapes) - {"shapes"}:
-                raise ValidationError({"shapes": ["write only [[shapes]] tables here"]})
-            data["parsed_shapes"] = shapes.get("shapes")
-            data["parsed_limits"] = self._toml("limits")
-        except ValidationError as exc:
-            apply_errors(self, exc)
-        return data
-
-    def grading(self, existing: Mapping[str, Any]) -> dict[str, Any]:
-        """The [grading] table the valid form describes; keys the form does not show
-        (tolerances for other dtypes) are kept from ``existing``."""
-        data = self.cleaned_data
-        grading: dict[str, Any] = {
-            "format": data["format"],
-            "language": data["language"],
-            "trials": data["trials"],
-            "seed_inputs": bool(data.get("seed_inputs")),
-        }
-        if data.get("parsed_shapes") is not None:
-            grading["shapes"] = data["parsed_shapes"]
-        tolerances = {
-            dtype: value
-            for dtype, value in (existing.get("tolerances") or {}).items()
-            if dtype not in TOLERANCE_DTYPES
-        }
-        for dtype in TOLERANCE_DTYPES:
-            values = {
-                key: data[f"tol_{dtype}_{key}"]
-                for key in ("atol", "rtol")
-                if data.get(f"tol_{dtype}_{key}") is not None
-            }
-            if values:
-                tolerances[dtype] = values
-        if tolerances:
-            grading["tolerances"] = tolerances
-        timing = {
-            name: data[f"timing_{name}"]
-            for name in (*TIMING_INTS, *TIMING_FLOATS)
-            if data.get(f"timing_{name}") is not None
-        }
-        if data.get("timing_shape"):
-            timing["shape"] = data["timing_shape"]
-        if timing:
-            grading["timing"] = timing
-        if data.get("parsed_limits"):
-            grading["limits"] = data["parsed_limits"]
-        return grading
-
-    def add_table_error(self, error: GradingTableError) -> None:
-        """Put the kind's error beside the field its dotted path names."""
-        self.add_error(self.field_for(error.field), error.message)
-
-    def field_for(self, path: str) -> str | None:
-        parts = path.replace("[", ".").split(".")
-        if parts[0] != "grading" or len(parts) < 2:
-            return None
-        head = parts[1]
-        if head in ("format", "language", "trials", "seed_inputs", "shapes", "limits"):
-            return head
-        if head == "tolerances" and len(parts) >= 4:
-            name = f"tol_{parts[2]}_{parts[3]}"
-            return name if name in self.fields else None
-        if head == "timing" and len(parts) >= 3:
-            name = f"timing_{parts[2]}"
-            return name if name in self.fields else None
-        return None
 
 
 # -- rubric ----------------------------------------------------------------------------------
@@ -490,31 +315,4 @@ class ReviewDecisionForm(forms.Form):
         max_length=20000,
         label="Overall comment",
         widget=forms.Textarea(attrs={"rows": 4, "class": "text-input"}),
-    )
-
-
-# The grading forms of the kinds that have one, by the name a kind gives in its
-# ``authoring_form`` (graders.contract.TaskKind), with the template that shows it.
-GRADING_FORMS: dict[str, tuple[type[forms.Form], str]] = {
-    "kernel": (GradingForm, "frontend/edit/grading.html"),
-}
-
-
-def grading_form_for(kind: str) -> tuple[type[forms.Form], str] | None:
-    """The grading form and template of a task kind, through the registry; None when the
-    kind has no grader or its grader has no form."""
-    if not registry.is_kind(kind):
-        return None
-    name = registry.get(kind).authoring_form
-    return GRADING_FORMS.get(name) if name else None
-
-
-def grading_form_missing(kind: str) -> str:
-    """What the grading page says for a kind without a form."""
-    if not registry.is_kind(kind):
-        return f"{kind.capitalize()} tasks have no grader yet, so there is nothing to set here."
-    label = registry.get(kind).label
-    return (
-        f"{label} tasks have no grading form here yet: set their [grading] table in a "
-        "bundle and import it (see docs/bundles.md)."
     )

@@ -29,17 +29,15 @@ from .authoring_forms import (
     BundleUploadForm,
     CriterionForm,
     FileForm,
-    GradingForm,
     NewFileForm,
     RenameForm,
     StatementForm,
     TaskCreateForm,
     TaskMetadataForm,
     apply_errors,
-    grading_form_for,
-    grading_form_missing,
 )
-from .editor import editor_context
+from .editor import editor_context, file_tree
+from .grading_forms import grading_form_for, grading_form_missing
 from .htmx import wants_fragment
 from .rendering import render_markdown
 from .uploads import capped_upload, upload_refused
@@ -138,7 +136,7 @@ def _file(task: Task, pk: int) -> TaskFile:
 
 
 def _files_context(task: Task, **extra: Any) -> dict[str, Any]:
-    return editor_context(task, "files", files=task.files.order_by("path"), **extra)
+    return editor_context(task, "files", tree=file_tree(task.files.all()), **extra)
 
 
 @editor_view
@@ -259,8 +257,7 @@ def task_grading(request: HttpRequest, task: Task) -> HttpResponse:
         context = editor_context(task, "grading", form=None, missing=missing)
         return render(request, "frontend/edit/grading.html", context)
     form_class, template = chosen
-    assert issubclass(form_class, GradingForm)  # the only grading form so far: kernel tasks
-    form = form_class(request.POST or None, initial=form_class.initial_from(task.grading or {}))
+    form = form_class.for_task(task, request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
             task_services.task_grading_update(
@@ -375,6 +372,7 @@ def run_context(task: Task, run: Any) -> dict[str, Any]:
     return {
         "run": run,
         "rows": rows,
+        "debugging": task.kind == "debugging",
         "chart_id": f"validation-chart-{run.pk}" if run else "",
         "chart": selectors.validation_chart(rows) if run and run.status != "running" else None,
         "stale": run is not None and run.content_hash != task_services.task_draft_hash(task),

@@ -53,6 +53,10 @@ class ValidationRow:
     # The reference's own error when it failed (task_error): the task's editors may see
     # what it quotes of their hidden files.
     reference_error: str = ""
+    # A debugging grading: passed/total per group, and every test's outcome by name
+    # (the task's editors may see hidden tests).
+    counts: dict[str, Any] = field(default_factory=dict)
+    tests: list[dict[str, Any]] = field(default_factory=list)
 
 
 def largest(values: list[Any]) -> float | None:
@@ -86,6 +90,8 @@ def validation_row(result: ValidationResult) -> ValidationRow:
         reference_error=(
             str(report.get("operator_notes") or "") if result.verdict == "task_error" else ""
         ),
+        counts=report["counts"] if isinstance(report.get("counts"), dict) else {},
+        tests=[t for t in report.get("tests") or [] if isinstance(t, dict)],
     )
 
 

@@ -69,6 +69,7 @@ class DebuggingKind(TaskKind):
         ),
     )
     time_budget_s = 1800.0
+    authoring_form = "debugging"
 
     # -- bundles ----------------------------------------------------------------------
 

@@ -240,16 +240,28 @@ def _test_ids(
     return tuple(ids)
 
 
-def _test_functions(path: str, text: str) -> set[str]:
+def _functions(path: str, text: str) -> list[str]:
+    """The top-level functions of a test file, in source order."""
     try:
         module = ast.parse(text, filename=path)
     except SyntaxError as error:
         raise GradingTableError("", f"line {error.lineno}: {error.msg}", file=path) from None
-    return {
+    return [
         node.name
         for node in module.body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-    }
+    ]
+
+
+def _test_functions(path: str, text: str) -> set[str]:
+    return set(_functions(path, text))
+
+
+def test_functions(path: str, text: str) -> list[str]:
+    """The functions of a test file that look like tests (``test*``), in source order,
+    for an author to pick from; ``GradingTableError`` naming the file when it does not
+    parse. Any top-level function may be named in the table."""
+    return [name for name in _functions(path, text) if name.startswith("test")]
 
 
 def _fix_paths(grading: Mapping[str, Any], source: Mapping[str, str]) -> tuple[str, ...]:
