@@ -271,9 +271,11 @@ x_row y_row out_row mask_ptr lane lanes ok valid live keep inside in_bounds
 def code(line: str) -> str:
     """A line without a unified diff's ``+`` or ``-`` marker: a diff's lines compare
     as the code they add or remove (a fix's removed lines are the public source; its
-    added lines, pasted as code, are still the hidden fix's)."""
-    if line.startswith(("+", "-")) and not line.startswith(("+++", "---")):
-        return line[1:]
+    added lines, pasted as code, are still the hidden fix's). A diff's lines pasted
+    with an indent keep their marker after it; it goes too."""
+    stripped = line.lstrip(SPACES)
+    if stripped.startswith(("+", "-")) and not stripped.startswith(("+++", "---")):
+        return stripped[1:]
     return line
 
 
@@ -399,8 +401,12 @@ class HiddenGuard:
         for path, text in hidden:
             self._add(path, text)
         self.fewest = min((f.need for f in self.files), default=0.0)
-        # The distinctive lines as UTF-8, for the fast path (bytes.translate is C all through).
-        self._encoded = frozenset(line.encode() for line in self.where)
+        # The distinctive lines as UTF-8, for the fast path (bytes.translate is C all
+        # through), also as a diff's added or removed line, whose marker the fast path
+        # does not drop.
+        self._encoded = frozenset(
+            marker + line.encode() for line in self.where for marker in (b"", b"+", b"-")
+        )
 
     def weight(self, line: str) -> float:
         """1 for a line with a name, word or number of its own, else GENERIC_WEIGHT."""

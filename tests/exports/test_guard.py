@@ -199,3 +199,8 @@ def test_a_diff_compares_as_the_code_it_adds_and_removes():
     assert checked.find([("fix.diff", own_fix)]) is None
     pasted = "\n".join(line.replace("x", "logits") for line in body)
     assert checked.find([("solution.py", pasted)]) is not None
+    # Pasted as the diff's own lines into another diff, indented or not: still its own.
+    added = [line for line in hidden_fix.split("\n") if line.startswith("+ ")]
+    for indent in ("", "    "):
+        inside = own_fix + "\n" + "\n".join(indent + line for line in added)
+        assert checked.find([("fix.diff", inside)]) is not None, repr(indent)
