@@ -436,7 +436,15 @@ class DebuggingGradingForm(KindGradingForm):
             for index, (test, _, _) in enumerate(self.tests):
                 if rest == test:
                     return f"memory_{index}"
-        return None  # the tests' groups: shown above the table
+        return None  # the tests' groups: shown above the form, named
+
+    def add_table_error(self, error: GradingTableError) -> None:
+        field = self.field_for(error.field)
+        group = error.field.removeprefix("grading.")
+        if field is None and group in ("fail_to_pass", "pass_to_pass"):
+            self.add_error(None, f"{group.upper()}: {error.message}")
+            return
+        self.add_error(field, error.message)
 
 
 # The grading forms of the kinds that have one, by the name a kind gives in its

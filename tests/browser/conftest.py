@@ -83,3 +83,16 @@ def read_db(query: Callable[[], Any]) -> Any:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+@pytest.fixture
+def people(transactional_db) -> tuple[Any, Any]:
+    """An author (ada) and a reviewer (rex), with the browser assets built."""
+    from benchwright import roles
+    from tests import factories
+
+    build = Path(settings.BASE_DIR) / "frontend" / "static" / "frontend" / "build"
+    assert (build / "editor.js").is_file(), "build the browser assets first: make npm-deps"
+    author = factories.make_user(roles.AUTHOR, username="ada", first_name="Ada", last_name="Kern")
+    reviewer = factories.make_user(roles.REVIEWER, username="rex")
+    return author, reviewer

@@ -14,10 +14,8 @@ import re
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from playwright.sync_api import Locator, Page, ViewportSize, expect
 
-from benchwright import roles
 from tasks.models import Task, TaskStatus
 from tests import factories
 from tests.browser.conftest import read_db
@@ -28,17 +26,8 @@ REFERENCE = factories.REFERENCE
 SOLUTION = REFERENCE.replace("class Model(", "class ModelNew(")
 NEGATIVE = SOLUTION.replace("return torch.relu(x)", "return x.clone()  # forgets the ReLU")
 STATEMENT = "# ReLU\n\nApply **relu** to a `4 x 64` tensor.\n"
-BUILD = Path(settings.BASE_DIR) / "frontend" / "static" / "frontend" / "build"
 NARROW: ViewportSize = {"width": 800, "height": 900}
 WIDE: ViewportSize = {"width": 1280, "height": 900}
-
-
-@pytest.fixture
-def people(transactional_db):
-    assert (BUILD / "editor.js").is_file(), "build the browser assets first: make npm-deps"
-    author = factories.make_user(roles.AUTHOR, username="ada", first_name="Ada", last_name="Kern")
-    reviewer = factories.make_user(roles.REVIEWER, username="rex")
-    return author, reviewer
 
 
 def log_in(page: Page, base: str, username: str) -> None:
