@@ -136,7 +136,7 @@ def _shadows(first: str) -> bool:
         return True
 
 
-def _git(args: list[str], cwd: str, diff: bytes) -> subprocess.CompletedProcess[bytes]:
+def run_git(args: list[str], cwd: str, diff: bytes) -> subprocess.CompletedProcess[bytes]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": cwd,
@@ -162,7 +162,7 @@ def _git(args: list[str], cwd: str, diff: bytes) -> subprocess.CompletedProcess[
         ) from None
 
 
-def _git_message(result: subprocess.CompletedProcess[bytes]) -> str:
+def git_message(result: subprocess.CompletedProcess[bytes]) -> str:
     text = result.stderr.decode("utf-8", "replace").strip() or "git apply failed"
     return text[:MAX_MESSAGE]
 
@@ -174,23 +174,23 @@ def _apply_diff(spec: DebugSpec, diff: str) -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="benchwright-fix-") as scratch:
         work = os.path.join(scratch, "tree")
         os.mkdir(work)
-        _write_tree(work, spec.source)
-        listed = _git(["--numstat", "--summary", "-z"], work, data)
+        write_tree(work, spec.source)
+        listed = run_git(["--numstat", "--summary", "-z"], work, data)
         if listed.returncode != 0:
             raise FixRefused(
-                Verdict.COMPILE_ERROR, f"the diff cannot be read: {_git_message(listed)}"
+                Verdict.COMPILE_ERROR, f"the diff cannot be read: {git_message(listed)}"
             )
-        for path in _touched(listed.stdout):
+        for path in touched_paths(listed.stdout):
             check_path(spec, path, new=path not in spec.source)
-        applied = _git(["--whitespace=nowarn"], work, data)
+        applied = run_git(["--whitespace=nowarn"], work, data)
         if applied.returncode != 0:
             raise FixRefused(
-                Verdict.COMPILE_ERROR, f"the diff does not apply: {_git_message(applied)}"
+                Verdict.COMPILE_ERROR, f"the diff does not apply: {git_message(applied)}"
             )
         return _read_tree(spec, work)
 
 
-def _touched(listing: bytes) -> list[str]:
+def touched_paths(listing: bytes) -> list[str]:
     """The paths ``git apply --numstat --summary -z`` lists, checked before anything is
     applied (a rename shows only its new name: the trees are compared afterwards); a
     symbolic link in its summary is refused here."""
@@ -213,7 +213,7 @@ def _touched(listing: bytes) -> list[str]:
     return touched
 
 
-def _write_tree(root: str, files: Mapping[str, str]) -> None:
+def write_tree(root: str, files: Mapping[str, str]) -> None:
     for path, text in files.items():
         target = os.path.join(root, path)
         os.makedirs(os.path.dirname(target), exist_ok=True)
