@@ -25,7 +25,9 @@ own, and ``GENERIC_WEIGHT`` when it is made only of common ones (the
 tasks): independent solutions converge on such lines (``mask = cols < d``,
 ``a = tl.load(x_ptr + row * 2 * d + cols, mask=mask, other=0.0)``), so it
 takes twice as many of them. A hidden file whose distinctive lines are worth
-less than ``RUN`` is quoted by all of them.
+less than ``RUN`` is quoted by all of them, unless every one of them is also a
+line of a larger hidden file of the task (a one-line negative fix whose line is
+the expert fix's): it is then quoted as that file is.
 
 Scattered lines that an honest solution happens to share with the expert
 solution do not make a run; a pasted passage of the reference, the expert
@@ -375,6 +377,7 @@ class _Hidden:
     numbers: list[int]  # its distinctive lines' numbers in the file (1-based), in order
     weights: list[float]
     need: float
+    lines: frozenset[str]  # its distinctive lines, as keys
 
 
 class HiddenGuard:
@@ -400,6 +403,13 @@ class HiddenGuard:
         self.where: dict[str, list[tuple[int, int]]] = {}
         for path, text in hidden:
             self._add(path, text)
+        # A hidden file whose every distinctive line is also in a larger one (a one-line
+        # negative fix whose line is the expert fix's too) holds nothing of its own: it
+        # is quoted as the larger file is, or an honest fix writing that line would be.
+        for small in self.files:
+            for large in self.files:
+                if small.lines <= large.lines and large.need > small.need:
+                    small.need = large.need
         self.fewest = min((f.need for f in self.files), default=0.0)
         # The distinctive lines as UTF-8, for the fast path (bytes.translate is C all
         # through), also as a diff's added or removed line, whose marker the fast path
@@ -430,7 +440,7 @@ class HiddenGuard:
         index = len(self.files)
         distinct = dict(zip(keys, weights, strict=True))
         need = min(RUN, sum(distinct.values()))
-        self.files.append(_Hidden(path, numbers, weights, need))
+        self.files.append(_Hidden(path, numbers, weights, need, frozenset(keys)))
         for position, line in enumerate(keys):
             self.where.setdefault(line, []).append((index, position))
 

@@ -12,8 +12,13 @@ swap changes, and the timers and signal descriptors that can make the kernel do
 work for a process while it is frozen (POSIX timers, timerfd, signalfd: a timer
 expiring into a signalfd watched by many epoll sets costs milliseconds of
 interrupt time, which is charged to whatever runs on that CPU, the reference
-measured next). Refused calls fail with ``EPERM``, which libraries handle as
-"not allowed" instead of crashing.
+measured next), and the calls that read or evict the host's page cache
+(``mincore``, ``cachestat``, ``posix_fadvise(DONTNEED)``, ``madvise(COLD or
+PAGEOUT)``, ``preadv2``/``pwritev2`` with ``RWF_NOWAIT``): every sandbox reads
+the same Python environment, and those calls made its cached pages a channel
+from a sandbox holding hidden tests to a later one whose output is public.
+Refused calls fail with ``EPERM``, which libraries handle as "not allowed"
+instead of crashing.
 
 Only the native architecture is allowed: a call made through another ABI
 (``int 0x80`` from a 64-bit process, x32) kills the process, so the filter
@@ -81,6 +86,7 @@ REQUIRED_DENIED = (
     "timerfd_create",
     "signalfd",
     "signalfd4",
+    "mincore",
 )
 
 # Newer calls that older libseccomp releases may not know; refused when known.
@@ -93,6 +99,22 @@ OPTIONAL_DENIED = (
     "fspick",
     "mount_setattr",
     "quotactl_fd",
+    "cachestat",
+)
+
+# Calls refused only with these arguments: (name, [(argument index, comparison, value,
+# mask)]), every comparison of a rule holding. The page cache: evicting pages of
+# files other sandboxes read, and reads that say whether a page was cached.
+POSIX_FADV_DONTNEED = 4
+MADV_COLD = 20
+MADV_PAGEOUT = 21
+RWF_NOWAIT = 0x8
+DENIED_WITH: tuple[tuple[str, tuple[tuple[int, str, int, int], ...]], ...] = (
+    ("fadvise64", ((3, "EQ", POSIX_FADV_DONTNEED, 0),)),
+    ("madvise", ((2, "EQ", MADV_COLD, 0),)),
+    ("madvise", ((2, "EQ", MADV_PAGEOUT, 0),)),
+    ("preadv2", ((5, "MASKED_EQ", RWF_NOWAIT, RWF_NOWAIT),)),
+    ("pwritev2", ((5, "MASKED_EQ", RWF_NOWAIT, RWF_NOWAIT),)),
 )
 
 # The socket families socket() accepts, by the run's network. "loopback" is for
@@ -147,6 +169,14 @@ def _build_filter(network: str) -> object:
             seccomp.Arg(2, seccomp.NE, NETLINK_ROUTE),
         )
     flt.add_rule(deny, "socketpair", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+    for name, comparisons in DENIED_WITH:
+        args = []
+        for index, op, value, mask in comparisons:
+            if op == "MASKED_EQ":  # libseccomp takes the mask first
+                args.append(seccomp.Arg(index, seccomp.MASKED_EQ, mask, value))
+            else:
+                args.append(seccomp.Arg(index, getattr(seccomp, op), value))
+        flt.add_rule(deny, name, *args)
     for name in REQUIRED_DENIED:
         try:
             flt.add_rule(deny, name)
@@ -206,7 +236,9 @@ def docker_profile(network: str = "none") -> dict[str, Any]:
     Rules listed apart are ORed, and the conditions of one rule ANDed, as in libseccomp."""
     deny = {"action": "SCMP_ACT_ERRNO", "errnoRet": errno.EPERM}
 
-    def arg(index: int, op: str, value: int) -> dict[str, Any]:
+    def arg(index: int, op: str, value: int, mask: int = 0) -> dict[str, Any]:
+        if op == "MASKED_EQ":  # Docker's value is the mask, valueTwo what must remain
+            return {"index": index, "value": mask, "valueTwo": value, "op": f"SCMP_CMP_{op}"}
         return {"index": index, "value": value, "op": f"SCMP_CMP_{op}"}
 
     families = _families(network)
@@ -220,5 +252,9 @@ def docker_profile(network: str = "none") -> dict[str, Any]:
             {"names": list(REQUIRED_DENIED + OPTIONAL_DENIED), **deny},
             *({"names": ["socket"], **deny, "args": args} for args in socket_rules),
             {"names": ["socketpair"], **deny, "args": [arg(0, "NE", socket.AF_UNIX)]},
+            *(
+                {"names": [name], **deny, "args": [arg(*c) for c in comparisons]}
+                for name, comparisons in DENIED_WITH
+            ),
         ],
     }

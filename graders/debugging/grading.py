@@ -9,11 +9,14 @@ in the sandbox, and decide every test outside it.
    time limit; a test that hangs, crashes or garbles the channel ends that
    process, and the rest of the tests go on in a new one. A test with a
    peak-memory budget runs alone, so that its sandbox's peak (read from the
-   cgroup, outside) is its own.
+   cgroup, outside) is its own. Every sandbox whose output is public (a
+   visible test's) runs before any sandbox that holds a hidden test file.
 3. A test passes when the expert fix's run returned a value, the fix's run
    returned a value equal to it within the task's per-dtype tolerances (NaN
    and infinities exactly), inside the time limit, and, where the task says
-   so, within its memory budget over the expert's peak. What a test "says"
+   so, within its memory budget over the expert's peak. The fix's reply to a
+   test may hold twice the expert's and 4 MiB more (a larger one is a crashed
+   test), and is let go once judged. What a test "says"
    inside its process (an assert that passed, a skip, an exit code of 0)
    counts for nothing: the code under test can forge any of it.
 4. Resolved: every FAIL_TO_PASS and every PASS_TO_PASS test passes.
@@ -30,7 +33,7 @@ import dataclasses
 import secrets
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +57,7 @@ WORKDIR = "/work"
 BOOTSTRAP = f"import sys; sys.path.insert(0, {MOUNT!r}); from runner.main import main; main()"
 STARTUP_TIMEOUT_S = 120.0
 REPLY_CAP = 256 * 1024 * 1024
+REPLY_ROOM = 4 * 1024 * 1024  # over twice the expert's reply: output text, framing
 OUTPUT_CHARS = 4000
 MiB = 1024 * 1024
 
@@ -83,6 +87,7 @@ class SideRun:
     seconds: float = 0.0
     peak_bytes: int | None = None
     message: str = ""
+    reply_bytes: int = 0
 
 
 @dataclass
@@ -188,27 +193,48 @@ class TestRunner:
         )
 
     def run(
-        self, tree: Mapping[str, str], tests: list[TestId], seeds: tuple[int, int]
+        self,
+        tree: Mapping[str, str],
+        tests: list[TestId],
+        seeds: tuple[int, int],
+        *,
+        caps: Mapping[str, int] | None = None,
+        done: Callable[[TestId, SideRun], None] | None = None,
     ) -> dict[str, SideRun]:
         """Every test's run: the visible tests in processes of their own (on the first
         seed), the hidden ones in others (on the second), and each test with a memory
-        budget alone, so that its sandbox's peak is its own."""
-        measured = [t for t in tests if t.id in self.spec.peak_memory_mib]
-        visible = [t for t in tests if self.spec.is_visible(t) and t not in measured]
-        hidden = [t for t in tests if not self.spec.is_visible(t) and t not in measured]
-        seed_of = {True: seeds[0], False: seeds[1]}
+        budget alone, so that its sandbox's peak is its own.
+
+        Every sandbox whose output is public (a visible test's) runs before any that
+        holds a hidden test file: what a hidden test's sandbox leaves on the host
+        (pages it pulled into the page cache, say) has no public reader left in this
+        grading. ``caps`` bounds each test's reply in bytes; ``done`` is called with
+        each run once its sandbox has ended (its value may then be dropped)."""
+        measured = {t for t in tests if t.id in self.spec.peak_memory_mib}
         runs: dict[str, SideRun] = {}
-        for batch, seed in ((visible, seeds[0]), (hidden, seeds[1])):
-            if batch:
-                runs.update(self._run_batch(tree, batch, seed))
-        for test in measured:
-            runs.update(
-                self._run_batch(tree, [test], seed_of[self.spec.is_visible(test)], measure=True)
-            )
+        for visible in (True, False):
+            group = [t for t in tests if self.spec.is_visible(t) == visible]
+            seed = seeds[0] if visible else seeds[1]
+            batches = [[t for t in group if t not in measured]]
+            batches += [[t] for t in group if t in measured]
+            for batch in batches:
+                if not batch:
+                    continue
+                made = self._run_batch(tree, batch, seed, measure=batch[0] in measured, caps=caps)
+                runs.update(made)
+                for test in batch:
+                    if done is not None:
+                        done(test, made[test.id])
         return runs
 
     def _run_batch(
-        self, tree: Mapping[str, str], tests: list[TestId], seed: int, *, measure: bool = False
+        self,
+        tree: Mapping[str, str],
+        tests: list[TestId],
+        seed: int,
+        *,
+        measure: bool = False,
+        caps: Mapping[str, int] | None = None,
     ) -> dict[str, SideRun]:
         runs: dict[str, SideRun] = {}
         pending = list(tests)
@@ -217,7 +243,7 @@ class TestRunner:
             began = time.monotonic()
             side = Side.start(self.role, self.backend, self._request(tree, pending))
             try:
-                broken = self._serve(side, pending, seed, runs, began)
+                broken = self._serve(side, pending, seed, runs, began, caps or {})
             finally:
                 result = side.finish()  # whatever happened: the sandbox is released
             if broken is not None:
@@ -233,6 +259,7 @@ class TestRunner:
         seed: int,
         runs: dict[str, SideRun],
         began: float,
+        caps: Mapping[str, int],
     ) -> SideRun | None:
         """Run pending tests in one started runner until they are done or one breaks
         the process (which is returned, the rest left pending)."""
@@ -246,20 +273,18 @@ class TestRunner:
         self.startup_s += time.monotonic() - began
         while pending:
             test = pending.pop(0)
-            run = runs[test.id] = self._one(side, test, seed)
+            run = runs[test.id] = self._one(side, test, seed, caps.get(test.id, REPLY_CAP))
             if run.status == "garbled":  # its channel cannot be trusted to say more
                 side.kill()
             if run.status not in ("returned", "raised"):
                 return run
         return None
 
-    def _one(self, side: Side, test: TestId, seed: int) -> SideRun:
+    def _one(self, side: Side, test: TestId, seed: int, cap: int) -> SideRun:
         started = time.monotonic()
         header = {"module": test.module, "function": test.function, "seed": seed}
         try:
-            reply = side.request(
-                "test", header, timeout_s=self.spec.test_timeout_s, max_bytes=REPLY_CAP
-            )
+            reply = side.request("test", header, timeout_s=self.spec.test_timeout_s, max_bytes=cap)
         except SideFailure as failure:
             status = {"timeout": "timeout", "gone": "crashed"}.get(failure.kind, "garbled")
             if status != "crashed":  # one that ended on its own is left to report how
@@ -282,7 +307,21 @@ class TestRunner:
                 seconds=seconds,
                 message=f"its value is malformed: {error}",
             )
-        return SideRun("returned", node, value, output=output, seconds=seconds)
+        return SideRun(
+            "returned", node, value, output=output, seconds=seconds, reply_bytes=reply.size
+        )
+
+
+def reply_caps(expert_runs: Mapping[str, SideRun]) -> dict[str, int]:
+    """How many bytes the fix's reply to each test may hold: a value equal to the
+    expert fix's is about as large, so twice its reply and some room for the output
+    text is plenty; a larger reply is a crashed test, never held in the grader's
+    memory (every test answering near ``REPLY_CAP`` took gigabytes)."""
+    return {
+        test: min(REPLY_CAP, 2 * run.reply_bytes + REPLY_ROOM)
+        for test, run in expert_runs.items()
+        if run.status == "returned"
+    }
 
 
 def _explain(run: SideRun, result: Any) -> None:
@@ -390,6 +429,29 @@ class Grading:
         report["duration_s"] = round(time.monotonic() - started, 3)
         return storable(report)
 
+    def _round(
+        self,
+        expert_runner: TestRunner,
+        fixed_runner: TestRunner,
+        expert: AppliedFix,
+        fixed: AppliedFix,
+        seeds: tuple[int, int],
+    ) -> list[TestOutcome]:
+        """Every test on both trees with the same seeds, each judged as soon as the
+        fix's sandbox for it has ended; the fix's values are then let go."""
+        tests = list(self.spec.all_tests)
+        expert_runs = expert_runner.run(expert.tree, tests, seeds)
+        outcomes: dict[str, TestOutcome] = {}
+
+        def judged(test: TestId, run: SideRun) -> None:
+            began = time.monotonic()
+            outcomes[test.id] = judge(self.spec, test, expert_runs[test.id], run)
+            run.value = run.value_node = None
+            self._timed("compare", began)
+
+        fixed_runner.run(fixed.tree, tests, seeds, caps=reply_caps(expert_runs), done=judged)
+        return [outcomes[t.id] for t in tests]
+
     def _timed(self, phase: str, began: float) -> None:
         self.phases[phase] = self.phases.get(phase, 0.0) + time.monotonic() - began
 
@@ -407,7 +469,6 @@ class Grading:
             else apply_fix(self.spec, submission)
         )
         self._timed("patch", began)
-        tests = list(self.spec.all_tests)
         rounds: list[list[TestOutcome]] = []
         expert_runner = TestRunner(self.spec, self.backend, "expert")
         fixed_runner = TestRunner(self.spec, self.backend, "submission")
@@ -415,14 +476,14 @@ class Grading:
             # Fresh secret seeds, one for the visible tests and one for the hidden ones.
             seeds = (secrets.randbelow(2**31), secrets.randbelow(2**31))
             began = time.monotonic()
-            expert_runs = expert_runner.run(expert.tree, tests, seeds)
-            fixed_runs = fixed_runner.run(fixed.tree, tests, seeds)
+            rounds.append(self._round(expert_runner, fixed_runner, expert, fixed, seeds))
             self._timed("tests", began)
-            began = time.monotonic()
-            rounds.append([judge(self.spec, t, expert_runs[t.id], fixed_runs[t.id]) for t in tests])
-            self._timed("compare", began)
         self.phases["sandbox_start"] = expert_runner.startup_s + fixed_runner.startup_s
-        self.phases["tests"] = self.phases.get("tests", 0.0) - self.phases["sandbox_start"]
+        self.phases["tests"] = (
+            self.phases.get("tests", 0.0)
+            - self.phases["sandbox_start"]
+            - self.phases.get("compare", 0.0)
+        )
         outcomes = rounds[-1]
         result = {
             "tests": [outcome.as_dict() for outcome in outcomes],

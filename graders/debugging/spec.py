@@ -135,6 +135,13 @@ class DebugSpec:
         except InvalidLimits as error:
             raise GradingTableError("grading.limits", str(error)) from None
         ids = {t.id for t in (*f2p, *p2p)}
+        network = _network(grading)
+        if network == "loopback" and grading.get("peak_memory"):
+            raise GradingTableError(
+                "grading.peak_memory",
+                'cannot be measured with network = "loopback": socket buffers are not '
+                "charged to the sandbox's memory on every host",
+            )
         return cls(
             root=root,
             fail_to_pass=f2p,
@@ -148,7 +155,7 @@ class DebugSpec:
             tests=tests,
             visible_tests=frozenset(visible),
             solution=solution,
-            network=_network(grading),
+            network=network,
         )
 
 
@@ -182,6 +189,12 @@ def _tree(
                 "files", f"{path}: files under {prefix} are starter, test or other, not {role}"
             )
         relative = path[len(prefix) :]
+        if role != "test" and entry.get("visibility") == "hidden":
+            # Source and helpers go into every sandbox, those of visible tests too,
+            # whose output solvers read: a hidden one would not stay hidden.
+            raise GradingTableError(
+                "files", f"{path}: only tests may be hidden under {prefix}; this is {role}"
+            )
         if role == "test":
             tests[relative] = files.get(path, "")
             if entry.get("visibility") == "prompt":

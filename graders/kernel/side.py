@@ -60,6 +60,7 @@ class Reply:
     header: dict[str, Any]
     blobs: list[memoryview]
     elapsed_s: float
+    size: int = 0  # the frame's bytes, as the cap counted them
 
 
 def clean_text(value: Any, cap: int = TEXT_CAP) -> str:
@@ -98,6 +99,7 @@ class Side:
         self.killed_by_watchdog = False
         self.result: RunResult | None = None
         self.pid = 0  # the harness process, on the host
+        self.last_frame_bytes = 0
         self.frozen = False
         self.inputs = ArenaInputs(process.arena) if process.arena is not None else None
 
@@ -158,6 +160,7 @@ class Side:
             self.send_command(op, header, blobs)
             reply = self.await_reply(op, timeout_s, max_bytes)
             reply.elapsed_s = time.perf_counter() - started
+            reply.size = self.last_frame_bytes
         finally:
             watchdog.cancel()
         self.busy_s += reply.elapsed_s
@@ -181,6 +184,7 @@ class Side:
                     message = f"reply of {total} bytes is over the {max_bytes} cap"
                     raise SideFailure(self.role, "too_large", message)
             if total is not None and len(self.buffer) >= 8 + total:
+                self.last_frame_bytes = total
                 return self._split(8 + total)
             self._receive(deadline, op)
 

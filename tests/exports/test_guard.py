@@ -164,6 +164,24 @@ def test_a_hidden_file_with_few_distinctive_lines_is_quoted_by_all_of_them():
     assert not tiny.quotes_hidden("one_single_hidden_line = 8")
 
 
+def test_a_small_hidden_file_inside_a_larger_one_is_quoted_as_the_larger_one():
+    # A one-line negative fix whose line is also the expert fix's: an honest fix that
+    # writes the same line quotes neither; the expert fix pasted still quotes it.
+    expert = "\n".join(
+        [
+            "+        running_loss_total += loss.item()",
+            "+        confidence_total += probabilities.amax(dim=-1).mean().item()",
+            "+        seen_batches_so_far += 1",
+            "+        return running_loss_total / seen_batches_so_far",
+        ]
+    )
+    negative = "+        running_loss_total += loss.item()\n"
+    checked = HiddenGuard([("fix.diff", expert), ("bad/half.diff", negative)], [])
+
+    assert not checked.quotes_hidden("running_loss_total += loss.item()")
+    assert checked.quotes_hidden("\n".join(line[1:] for line in expert.split("\n")))
+
+
 def test_a_line_a_hidden_file_repeats_over_and_over_is_filler():
     filler = "padding_value_here = 0  # filler\n" * 40
     repetitive = HiddenGuard([("tests/data.py", filler + "one_real_line_here = 1\n")], [])

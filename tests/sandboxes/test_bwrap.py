@@ -451,6 +451,53 @@ def test_an_unknown_network_is_refused_before_anything_runs():
         RunRequest(argv=["true"], network="host")  # type: ignore[arg-type]
 
 
+def test_the_page_cache_can_be_neither_read_nor_evicted_but_files_read_as_usual(sandbox):
+    # Every sandbox reads the same Python environment: whether its pages are cached
+    # would be a channel between sandboxes (see sandboxes/seccomp.py).
+    code = f"""
+import ctypes, errno, json, mmap, os
+libc = ctypes.CDLL(None, use_errno=True)
+path = {PY!r}
+fd = os.open(path, os.O_RDONLY)
+out = {{}}
+def attempt(name, call):
+    try:
+        call()
+        out[name] = 0
+    except OSError as exc:
+        out[name] = errno.errorcode.get(exc.errno, exc.errno)
+def fadvise(advice):
+    os.posix_fadvise(fd, 0, 4096, advice)
+attempt("fadvise_dontneed", lambda: fadvise(os.POSIX_FADV_DONTNEED))
+attempt("fadvise_sequential", lambda: fadvise(os.POSIX_FADV_SEQUENTIAL))
+buf = bytearray(4096)
+attempt("preadv2_nowait", lambda: os.preadv(fd, [buf], 0, os.RWF_NOWAIT))
+attempt("read", lambda: os.pread(fd, 16, 0))
+region = mmap.mmap(fd, 4096, prot=mmap.PROT_READ)
+attempt("madvise_pageout", lambda: region.madvise(21, 0, 4096))
+attempt("madvise_cold", lambda: region.madvise(20, 0, 4096))
+attempt("madvise_willneed", lambda: region.madvise(mmap.MADV_WILLNEED, 0, 4096))
+anonymous = mmap.mmap(-1, 4096)
+vec = (ctypes.c_ubyte * 1)()
+ctypes.set_errno(0)
+start = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(anonymous)))
+rc = libc.mincore(start, ctypes.c_size_t(4096), vec)
+out["mincore"] = 0 if rc == 0 else errno.errorcode.get(ctypes.get_errno())
+print(json.dumps(out))
+"""
+    seen = report(run_py(sandbox, code))
+    assert seen == {
+        "fadvise_dontneed": "EPERM",
+        "fadvise_sequential": 0,
+        "preadv2_nowait": "EPERM",
+        "read": 0,
+        "madvise_pageout": "EPERM",
+        "madvise_cold": "EPERM",
+        "madvise_willneed": 0,
+        "mincore": "EPERM",
+    }
+
+
 def test_seccomp_kills_calls_through_another_abi(sandbox):
     # The x32 number of io_uring_setup: must not slip past a filter written for x86-64.
     code = """

@@ -85,6 +85,30 @@ def test_a_bad_table_names_its_field(softmax_bundle, key, value, field, words):
     assert words in error.value.message
 
 
+def test_a_memory_budget_cannot_be_kept_on_the_loopback_network(softmax_bundle):
+    def both(manifest: dict[str, Any]) -> None:
+        manifest["grading"]["network"] = "loopback"
+        manifest["grading"]["peak_memory"] = {"tests/test_repro.py::test_small_scores": 10}
+
+    with pytest.raises(GradingTableError) as error:
+        parse(softmax_bundle, both)
+    assert error.value.field == "grading.peak_memory"
+    assert "socket buffers" in error.value.message
+
+
+def test_only_tests_may_be_hidden_under_the_root(softmax_bundle):
+    # Source files reach the sandboxes of visible tests, whose output is public.
+    def hide_source(manifest: dict[str, Any]) -> None:
+        for entry in manifest["files"]:
+            if entry["path"] == "repo/softmax.py":
+                entry["visibility"] = "hidden"
+
+    with pytest.raises(GradingTableError) as error:
+        parse(softmax_bundle, hide_source)
+    assert error.value.field == "files"
+    assert "repo/softmax.py: only tests may be hidden under repo/" in error.value.message
+
+
 def test_a_test_file_that_does_not_parse_is_named(softmax_bundle):
     def broken(files: dict[str, str]) -> None:
         files["repo/tests/test_softmax_hidden.py"] = "def test_x(:\n"

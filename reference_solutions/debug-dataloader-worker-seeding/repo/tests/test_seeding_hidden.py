@@ -39,3 +39,20 @@ def test_same_seed_same_batches(seed):
         for a, b in zip(epoch_a, epoch_b, strict=True)
     )
     return {"same": same, "labels": [epoch[1] for epoch in first]}
+
+
+def test_examples_are_crops_of_their_clips(seed):
+    # Each example must be a window of its own clip, scaled by a gain in range, plus
+    # a little noise: the best-fitting window and gain leave only the noise behind.
+    clips, labels = random_clips(seed, 12, 48)
+    dataset = TracedClips(clips, labels, crop=32, seed=seed)
+    loader = make_loader(dataset, batch_size=4, num_workers=2, shuffle=False, seed=seed)
+    crops, seen_labels, _ = read_epoch(loader)
+    fits = []
+    for example, clip in zip(crops.double(), clips.double(), strict=True):
+        windows = clip.unfold(0, 32, 1)
+        gains = windows @ example / (windows * windows).sum(dim=1)
+        noise = (example - gains[:, None] * windows).std(dim=1)
+        best = int(noise.argmin())
+        fits.append(bool(0.75 <= gains[best] <= 1.3 and 0.02 <= noise[best] <= 0.1))
+    return {"crops": all(fits), "labels": seen_labels}

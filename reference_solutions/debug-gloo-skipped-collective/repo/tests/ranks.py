@@ -1,5 +1,9 @@
-"""Runs a function on several gloo ranks, each a forked process, and collects what
-each rank returned (the way the evaluation job runs, on one machine)."""
+"""Runs a function on several gloo ranks, each a process of its own, and collects what
+each rank returned (the way the evaluation job runs, on one machine).
+
+Ranks start from a fork server, as separate hosts would: a rank holds its own
+shard and nothing of the others' (a plain fork would hand every rank the
+caller's memory, every shard in it)."""
 
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _rank(rank: int, world: int, port: int, job: Callable[[torch.Tensor], Any], shard, out) -> None:
+def _rank(rank: int, world: int, port: int, job: Callable[[torch.Tensor], Any], values, out):
+    shard = torch.tensor(values, dtype=torch.float64)
     try:
         dist.init_process_group(
             "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
@@ -40,12 +45,14 @@ def _rank(rank: int, world: int, port: int, job: Callable[[torch.Tensor], Any], 
 
 def run_ranks(job: Callable[[torch.Tensor], Any], shards: Sequence[torch.Tensor]) -> list[Any]:
     """``job(shard)`` on one rank per shard; the ranks' results, in rank order."""
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "torch.distributed"])
     port = _free_port()
     pipes, processes = [], []
     for rank, shard in enumerate(shards):
         receive, send = context.Pipe(duplex=False)
-        process = context.Process(target=_rank, args=(rank, len(shards), port, job, shard, send))
+        args = (rank, len(shards), port, job, shard.tolist(), send)
+        process = context.Process(target=_rank, args=args)
         process.start()
         send.close()
         pipes.append(receive)

@@ -48,3 +48,13 @@ def test_forward_passes_stay_within_micro_batch(seed):
     inputs, targets = class_batch(seed, 23)
     accumulate_gradients(model, inputs, targets, micro_batch_size=5)
     return {"forward_sizes": sizes, "has_grads": [p.grad is not None for p in model.parameters()]}
+
+
+def test_large_batch_in_small_micro_batches(seed):
+    # The reason to accumulate: a batch whose activations do not fit at once. Judged on
+    # peak memory too: running the whole batch in one pass holds 4096 x 2048 floats per
+    # layer, micro-batches of 64 hold 64 x 2048.
+    model = classifier(seed, features=64, hidden=2048, classes=4)
+    inputs, targets = class_batch(seed, 4096, features=64, classes=4)
+    loss = accumulate_gradients(model, inputs, targets, micro_batch_size=64)
+    return {"loss": loss, "grads": gradients(model)}

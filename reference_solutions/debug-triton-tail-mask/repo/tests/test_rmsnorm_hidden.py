@@ -1,3 +1,6 @@
+import ctypes
+import mmap
+
 import torch
 
 from rmsnorm import rms_norm
@@ -17,6 +20,32 @@ def _guarded(rows, cols, dtype, band=48):
     past either end shows as a changed sentinel."""
     buffer = torch.full((band + rows * cols + band,), SENTINEL, dtype=dtype)
     return buffer, buffer[band : band + rows * cols].view(rows, cols)
+
+
+def _ending_at_a_guard_page(rows, cols, dtype):
+    """An output whose last element ends where a page no one may touch begins: a
+    store past the output faults, whatever the code around the kernel puts back."""
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    page = mmap.PAGESIZE
+    pages = -(-rows * cols * itemsize // page)
+    region = mmap.mmap(-1, (pages + 1) * page)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    libc = ctypes.CDLL(None, use_errno=True)
+    guard = ctypes.c_void_p(base + pages * page)
+    if libc.mprotect(guard, ctypes.c_size_t(page), 0) != 0:  # PROT_NONE
+        raise OSError(ctypes.get_errno(), "mprotect of the guard page failed")
+    usable = torch.frombuffer(region, dtype=dtype, count=pages * page // itemsize)
+    usable.fill_(SENTINEL)
+    return region, usable[-rows * cols :].view(rows, cols)
+
+
+def test_output_ending_at_a_guard_page(seed):
+    x, weight = _inputs(seed, 3, 29)
+    region, out = _ending_at_a_guard_page(3, 29, torch.float32)
+    rms_norm(x, weight, out=out)
+    result = out.clone()
+    del out
+    return result
 
 
 def test_ragged_width_guarded(seed):
