@@ -221,25 +221,44 @@ def write_tree(root: str, files: Mapping[str, str]) -> None:
             handle.write(text)
 
 
-def _read_tree(spec: DebugSpec, root: str) -> dict[str, str]:
+class TreeUnreadable(ValueError):
+    """A file tree git left that cannot be read back as text: ``kind`` says why."""
+
+    def __init__(self, kind: str, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.kind = kind  # "link" or "encoding"
+        self.path = path
+
+
+def read_tree(root: str) -> dict[str, str]:
+    """Every file under ``root`` (relative path -> text); a symbolic link or a file
+    that is not UTF-8 raises ``TreeUnreadable`` naming it."""
     tree: dict[str, str] = {}
     for folder, dirs, names in os.walk(root):
         for name in [*names, *dirs]:
             full = os.path.join(folder, name)
             relative = os.path.relpath(full, root).replace(os.sep, "/")
             if os.path.islink(full):
-                raise FixRefused(
-                    Verdict.INTEGRITY_VIOLATION, f"{relative}: symbolic links are not accepted"
-                )
+                raise TreeUnreadable("link", relative, "symbolic links are not accepted")
             if name in dirs:
                 continue
             try:
                 with open(full, encoding="utf-8", newline="") as handle:
                     tree[relative] = handle.read()
             except UnicodeDecodeError:
-                raise FixRefused(
-                    Verdict.COMPILE_ERROR, f"{relative}: the fixed file is not UTF-8 text"
-                ) from None
+                raise TreeUnreadable("encoding", relative, "not UTF-8 text") from None
+    return tree
+
+
+def _read_tree(spec: DebugSpec, root: str) -> dict[str, str]:
+    try:
+        tree = read_tree(root)
+    except TreeUnreadable as problem:
+        if problem.kind == "link":
+            raise FixRefused(Verdict.INTEGRITY_VIOLATION, str(problem)) from None
+        raise FixRefused(
+            Verdict.COMPILE_ERROR, f"{problem.path}: the fixed file is not UTF-8 text"
+        ) from None
     # What the diff did, from the trees themselves: a rename's old side, a deletion and
     # a copy are checked like any change (git's listing names only some of them).
     for path in sorted(set(tree) | set(spec.source)):

@@ -51,7 +51,15 @@ from typing import Any
 
 from graders.contract import GradingTableError
 
-from .fix import FixRefused, git_message, run_git, touched_paths, write_tree
+from .fix import (
+    FixRefused,
+    TreeUnreadable,
+    git_message,
+    read_tree,
+    run_git,
+    touched_paths,
+    write_tree,
+)
 from .spec import DebugSpec
 
 ROOT = "repo"  # where an imported bundle keeps the codebase
@@ -421,21 +429,10 @@ def _apply(tree: Mapping[str, str], diff: str, field: str) -> tuple[dict[str, st
 
 
 def _read_tree(root: str, field: str) -> dict[str, str]:
-    tree: dict[str, str] = {}
-    for folder, dirs, names in os.walk(root):
-        for name in [*names, *dirs]:
-            full = os.path.join(folder, name)
-            relative = os.path.relpath(full, root).replace(os.sep, "/")
-            if os.path.islink(full):
-                raise InstanceError(field, f"{relative}: symbolic links are not accepted")
-            if name in dirs:
-                continue
-            try:
-                with open(full, encoding="utf-8", newline="") as handle:
-                    tree[relative] = handle.read()
-            except UnicodeDecodeError:
-                raise InstanceError(field, f"{relative}: not UTF-8 text") from None
-    return tree
+    try:
+        return read_tree(root)
+    except TreeUnreadable as problem:
+        raise InstanceError(field, str(problem)) from None
 
 
 def _check(manifest: dict[str, Any], files: Mapping[str, str]) -> None:
