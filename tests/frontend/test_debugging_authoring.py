@@ -105,7 +105,6 @@ def test_marking_tests_and_settings_saves_the_table_the_bundle_check_accepts(aut
     measured = draft.grading["fail_to_pass"][0]
     post = form_post(
         html,
-        network="loopback",
         test_timeout_s="30",
         fix_paths="softmax.py\r\n",
         **{
@@ -122,7 +121,7 @@ def test_marking_tests_and_settings_saves_the_table_the_bundle_check_accepts(aut
     draft.refresh_from_db()
     assert draft.grading["pass_to_pass"] == [t for t in before["pass_to_pass"] if t != dropped]
     assert draft.grading["fail_to_pass"] == before["fail_to_pass"]
-    assert draft.grading["network"] == "loopback"
+    assert "network" not in draft.grading  # "none", the default
     assert draft.grading["test_timeout_s"] == 30
     assert draft.grading["fix_paths"] == ["softmax.py"]
     assert draft.grading["peak_memory"] == {measured: 50}
@@ -144,6 +143,10 @@ def test_a_table_the_kind_refuses_is_not_saved_and_says_why(author, draft):
     assert "needs at least one test the fix must make pass" in refused
 
     measured = draft.grading["fail_to_pass"][0]
+    budget = field_of(html, measured, "memory")
+    on_loopback = client.post(url, form_post(html, network="loopback", **{budget: "50"}))
+    assert "socket buffers are not charged" in html_of(on_loopback, status=400)
+
     negative = client.post(url, form_post(html, **{field_of(html, measured, "memory"): "-5"}))
     cell = re.search(
         rf'<td class="field-invalid">\s*<input[^>]*name="{field_of(html, measured, "memory")}"'
