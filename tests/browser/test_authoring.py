@@ -78,6 +78,18 @@ def add_criterion(page: Page, key: str, title: str, points: str, kind: str, **ex
     expect(page.locator(f"#criterion-{key}")).to_be_visible()
 
 
+def create_draft(page: Page, slug: str, title: str, kind: str, tags: str = "") -> None:
+    """A new CPU task of ``kind`` through the New task form."""
+    page.get_by_role("link", name="New task").click()
+    page.get_by_label("Slug").fill(slug)
+    page.get_by_label("Title").fill(title)
+    page.get_by_label("Kind").select_option(kind)
+    page.get_by_label("Target hardware").select_option("cpu")
+    if tags:
+        page.get_by_label("Tags").fill(tags)
+    page.get_by_role("button", name="Create draft").click()
+
+
 def test_author_writes_validates_and_a_reviewer_publishes_a_kernel_task(
     live_server, people, celery_worker_process, page: Page, screenshots: Path
 ):
@@ -86,14 +98,7 @@ def test_author_writes_validates_and_a_reviewer_publishes_a_kernel_task(
     page.on("pageerror", lambda error: errors.append(str(error)))
     log_in(page, base, "ada")
 
-    # Create the task.
-    page.get_by_role("link", name="New task").click()
-    page.get_by_label("Slug").fill("relu-64")
-    page.get_by_label("Title").fill("ReLU on 64 elements")
-    page.get_by_label("Kind").select_option("kernel")
-    page.get_by_label("Target hardware").select_option("cpu")
-    page.get_by_label("Tags").fill("relu, pytorch")
-    page.get_by_role("button", name="Create draft").click()
+    create_draft(page, "relu-64", "ReLU on 64 elements", "kernel", tags="relu, pytorch")
     expect(page.locator(".editor-head h1")).to_have_text("ReLU on 64 elements")
 
     # The statement, with its live preview rendered by the server.

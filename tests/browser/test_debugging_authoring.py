@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 
 from tasks.models import Task
 from tests.browser.conftest import read_db
-from tests.browser.test_authoring import editor_in, log_in, type_code
+from tests.browser.test_authoring import create_draft, editor_in, log_in, type_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -56,12 +56,7 @@ def test_author_writes_marks_tests_and_validates_a_debugging_task(
     page.on("pageerror", lambda error: errors.append(str(error)))
     log_in(page, base, "ada")
 
-    page.get_by_role("link", name="New task").click()
-    page.get_by_label("Slug").fill("softmax-overflow-draft")
-    page.get_by_label("Title").fill("Softmax overflows on large scores")
-    page.get_by_label("Kind").select_option("debugging")
-    page.get_by_label("Target hardware").select_option("cpu")
-    page.get_by_role("button", name="Create draft").click()
+    create_draft(page, "softmax-overflow-draft", "Softmax overflows on large scores", "debugging")
     statement_form = page.locator("form.statement-form")
     type_code(page, editor_in(statement_form), (SOFTMAX / "statement.md").read_text())
     statement_form.get_by_role("button", name="Save statement").click()
