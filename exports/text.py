@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from graders.filetext import file_bytes, is_binary
 from submissions.fingerprint import split_name
 
 _BACKTICKS = re.compile(r"`+")
@@ -39,7 +40,11 @@ LANGUAGES = {
 
 
 def fence(path: str, content: str) -> str:
-    """``content`` in a fenced block longer than any backtick run inside it."""
+    """``content`` in a fenced block longer than any backtick run inside it. A gzip
+    file (kept as base64) is named with its size instead: its bytes are not text."""
+    if is_binary(path):
+        size = len(file_bytes(path, content))
+        return f"### `{path}`\n\n(gzip data, {size} bytes, given as a file)"
     language = LANGUAGES.get(split_name(path)[1], "")
     longest = max(map(len, _BACKTICKS.findall(content)), default=0) if "```" in content else 0
     ticks = "`" * max(3, longest + 1)

@@ -140,7 +140,10 @@ class NewFileForm(FileForm):
     upload = forms.FileField(
         required=False,
         label="Or upload a file",
-        help_text="UTF-8 text up to 1 MiB, e.g. a profiler trace (role: artifact).",
+        help_text=(
+            "UTF-8 text up to 1 MiB, or gzip data under a path ending in .gz,"
+            " e.g. a profiler trace (role: artifact)."
+        ),
     )
 
     field_order = ["path", "role", "visibility", "expected_verdict", "note", "content", "upload"]

@@ -164,7 +164,7 @@ def task_file_new(request: HttpRequest, task: Task) -> HttpResponse:
             upload = data.pop("upload", None)
             if upload is not None:
                 data["content"] = task_services.task_file_from_upload(
-                    upload.read(MAX_FILE_BYTES + 1), name=upload.name
+                    upload.read(MAX_FILE_BYTES + 1), name=data.get("path") or upload.name
                 )
             file = task_services.task_file_save(task=task, user=acting_user(request), **data)
         except ValidationError as exc:

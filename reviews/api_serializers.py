@@ -8,6 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from submissions.api_serializers import path_problem
+from tasks.api_serializers import file_payload
 
 from .models import Decision, Preference, Review
 from .services import MAX_LINE_COMMENTS, CommentInput, PairInput, ReviewInput, ScoreInput
@@ -91,17 +92,14 @@ def rubric_data(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def item_data(assignment: Any, item: dict[str, Any]) -> dict[str, Any]:
-    def task_file(f: Any) -> dict[str, str]:
-        return {"path": f.path, "role": f.role, "content": f.content}
-
     return {
         "id": assignment.pk,
         "status": assignment.status,
         "expires_at": assignment.expires_at,
         "task": item["task"],
-        "prompt_files": [task_file(f) for f in item["task_files"]["prompt"]],
-        "starter_files": [task_file(f) for f in item["task_files"]["starter"]],
-        "reference_files": [task_file(f) for f in item["task_files"]["reference"]],
+        "prompt_files": [file_payload(f) for f in item["task_files"]["prompt"]],
+        "starter_files": [file_payload(f) for f in item["task_files"]["starter"]],
+        "reference_files": [file_payload(f) for f in item["task_files"]["reference"]],
         "files": [{"path": p, "content": c} for p, c in sorted(item["files"].items())],
         "report": item["report"],
         "rubric": rubric_data(item["rubric"]),

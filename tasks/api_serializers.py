@@ -8,6 +8,7 @@ from typing import Any
 from rest_framework import serializers
 
 from graders import registry
+from graders.filetext import is_binary
 
 from .models import Difficulty, Hardware, Task, TaskFile, TaskVersion, kind_choices
 
@@ -49,6 +50,20 @@ class TaskPromptFileSerializer(serializers.Serializer[TaskFile]):
     path = serializers.CharField()
     role = serializers.CharField()
     content = serializers.CharField()
+    encoding = serializers.ChoiceField(
+        choices=["utf-8", "base64"],
+        help_text="base64 for gzip files (a path ending in .gz): decode it for the file's bytes",
+    )
+
+
+def file_payload(f: TaskFile) -> dict[str, str]:
+    """A task file as the API gives it: its text, or the base64 of a gzip file's bytes."""
+    return {
+        "path": f.path,
+        "role": f.role,
+        "content": f.content,
+        "encoding": "base64" if is_binary(f.path) else "utf-8",
+    }
 
 
 class TaskShapeSetSerializer(serializers.Serializer[Any]):
@@ -112,7 +127,7 @@ class TaskDetailSerializer(TaskSummarySerializer):
         criteria = self.context["criteria"]
         return super().to_representation(instance) | {
             "statement": version.statement,
-            "files": [{"path": f.path, "role": f.role, "content": f.content} for f in files],
+            "files": [file_payload(f) for f in files],
             "grading": public_grading(version, {f.path for f in files}),
             "rubric": [
                 {

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from graders import registry
 from graders.contract import GradingTableError, RuleType, TaskKind
+from graders.filetext import GZIP_MAGIC, is_binary, stored_text
 from graders.verdicts import NOT_THE_SUBMISSIONS, Verdict
 
 MANIFEST = "task.toml"
@@ -108,7 +109,9 @@ class BundleFile:
 
     @property
     def text(self) -> str:
-        return self.data.decode("utf-8")
+        """The file as the platform stores it: UTF-8 text, or base64 for a gzip file
+        (``graders.filetext``)."""
+        return stored_text(self.path, self.data)
 
 
 @dataclass(frozen=True)
@@ -589,6 +592,11 @@ def _check_content(path: str, data: bytes, problems: _Problems) -> bool:
     if len(data) > MAX_FILE_BYTES:
         problems.add(path, "", f"is larger than {MAX_FILE_BYTES} bytes")
         return False
+    if is_binary(path):
+        if not data.startswith(GZIP_MAGIC):
+            problems.add(path, "", "is not gzip data, yet its name ends in .gz")
+            return False
+        return True
     return _decode(path, data, problems) is not None
 
 

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 
 from benchwright.state import ImmutableVersionError, TimeStamped
+from graders.filetext import file_bytes
 
 # A task's kind names its grader. The list of kinds is the grading registry's
 # (graders.registry, the only one in the code); the database checks only that a kind
@@ -228,7 +229,7 @@ class TaskFile(TimeStamped):
     def save(self, *args: Any, **kwargs: Any) -> None:
         if self.version_id is not None and not self._state.adding:
             raise ImmutableVersionError(f"{self.path} belongs to a frozen version")
-        self.sha256 = hashlib.sha256(self.content.encode()).hexdigest()
+        self.sha256 = hashlib.sha256(file_bytes(self.path, self.content)).hexdigest()
         super().save(*args, **kwargs)
 
 

@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from benchwright import roles
+from graders.filetext import file_bytes
 from rubrics.models import Rubric
 
 from ..bundle import (
@@ -211,7 +212,7 @@ def bundle_render(
     for f in sorted(files, key=lambda f: f.path):
         if why := path_problem(f.path):
             raise ExportError(f"refusing to write {f.path!r}: the path {why}")
-        rendered[f.path] = f.content.encode()
+        rendered[f.path] = file_bytes(f.path, f.content)
     return rendered
 
 

@@ -9,6 +9,8 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from graders.filetext import GZIP_MAGIC, file_bytes, is_binary, stored_text
+
 from ..bundle import (
     MAX_FILE_BYTES,
     MAX_FILES,
@@ -63,13 +65,19 @@ def _files_probe(others: list[_Entry], last: _Entry | None) -> list[BundleError]
     entries = [*others, *([last] if last else [])]
     statement = next((e.path for e in entries if e.role == FileRole.STATEMENT), STATEMENT_PATH)
     manifest = _probe_manifest(statement=statement, files=[e.manifest_entry() for e in entries])
-    return _probe_bundle(manifest, {e.path: e.content.encode() for e in entries})
+    return _probe_bundle(manifest, {e.path: file_bytes(e.path, e.content) for e in entries})
 
 
 def _check_file_change(
     task: Task, before: _Entry | None, after: _Entry, *, exclude: int | None
 ) -> None:
     """Refuse ``after`` (replacing ``before``, or new) if it adds a bundle problem."""
+    try:
+        file_bytes(after.path, after.content)
+    except ValueError:
+        raise ValidationError(
+            {"content": ["a .gz file is kept as base64 of gzip data: upload the file instead"]}
+        ) from None
     files = task.files.all() if exclude is None else task.files.exclude(pk=exclude)
     others = [_Entry.of(f) for f in files.order_by("path")]
     known = {str(e) for e in _files_probe(others, before)} if before or others else set()
@@ -167,9 +175,14 @@ def task_file_delete(*, file: TaskFile, user: User) -> None:
 
 
 def task_file_from_upload(data: bytes, *, name: str = "upload") -> str:
-    """An uploaded file's text: bundle files are UTF-8 text of at most 1 MiB."""
+    """An uploaded file's text: bundle files are UTF-8 text of at most 1 MiB, or gzip
+    data (a name ending in .gz), kept as base64 (``graders.filetext``)."""
     if len(data) > MAX_FILE_BYTES:
         raise ValidationError({"upload": [f"{name} is larger than {MAX_FILE_BYTES} bytes"]})
+    if is_binary(name):
+        if not data.startswith(GZIP_MAGIC):
+            raise ValidationError({"upload": [f"{name} is not gzip data"]})
+        return stored_text(name, data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -10,6 +10,7 @@ from typing import Any
 
 import tomli_w
 
+from graders.filetext import file_bytes
 from rubrics.models import Rubric
 
 from ..bundle import criterion_entry, file_entry
@@ -53,7 +54,7 @@ def draft_manifest(task: Task) -> dict[str, Any]:
 
 
 def task_draft_hash(task: Task) -> str:
-    files = {f.path: f.content.encode() for f in task.files.all()}
+    files = {f.path: file_bytes(f.path, f.content) for f in task.files.all()}
     return content_hash(draft_manifest(task), files)
 
 
