@@ -1,0 +1,354 @@
+"""The re-profiling runner: runs one program (the task's reference or a
+submission) under ``torch.profiler`` inside the sandbox, driven over the
+kernel harness's channel (commands on fd 3, replies on fd 4, framed by
+``harness.protocol``).
+
+Commands, in the order the grader sends them:
+
+1. ``hello``, sent unasked once torch is imported and the objects the runner
+   relies on are captured; no program code exists in the process yet.
+2. ``run``: import the task's inputs module and make every input this
+   grading will use, from the seeds in the command, before any program code
+   runs; start the profiler (CPU, and CUDA when asked; every thread, so work
+   moved to another thread is still recorded); import the program; run the
+   warm-up steps, then each profiled step inside
+   ``record_function("ProfilerStep#k")``, closed by the runner's own canary
+   op (``aten::add`` on a one-element tensor) inside
+   ``record_function("bw_canary#k/<nonce>")``; stop the profiler and write
+   its Chrome trace to ``TRACE_PATH``; then call the entry once more,
+   unprofiled, on the grading's own seed.
+3. ``time`` (step-time tasks, once per timed batch): the batch's steps back
+   to back, ``perf_counter`` around each. The grader measures the whole
+   batch from outside; these figures are only a cross-check.
+4. ``outputs``: what every call returned, packed as value trees.
+5. ``bye``, or the end of the command pipe.
+
+Each call gets inputs of its own, made from its own seed, and every random
+generator is seeded with that seed just before the call, so both sides of a
+grading see the same call sequence and their outputs can be compared call by
+call.
+
+Nothing this process says is believed: the program shares it and can patch
+anything in it. The grader parses the trace outside and counts the signal
+there; a canary or a step window missing from it is what shows a profiler
+that was turned off. The checks made here (the profiler's functions and
+``Tensor.item`` still the objects captured before the import, the profiler's
+session still alive when the runner stops it) only add findings: a program
+that silences them has still left its marks in the trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+from harness import protocol
+from harness.main import read_message, send
+from harness.runner import describe, import_file, seed_everything
+from torch._C._profiler import _ExperimentalConfig
+
+PROGRAM_ROOT = Path("/work/program")
+TASK_ROOT = Path("/work/task")
+TRACE_PATH = Path("/work/out/trace.json")
+STEP_NAME = "ProfilerStep#{k}"
+CANARY_NAME = "bw_canary#{k}/{nonce}"
+
+# Captured when this module is imported, before any program code exists: the runner
+# drives the profiler through these, whatever the program later does to torch.
+_exit = os._exit
+_perf_counter = time.perf_counter
+_profile = torch.profiler.profile
+_profile_enter = torch.profiler.profile.__enter__
+_profile_exit = torch.profiler.profile.__exit__
+_record_function = torch.profiler.record_function
+_activity = torch.profiler.ProfilerActivity
+_canary_op = torch.ops.aten.add.Tensor
+_autograd_profiler = torch.autograd.profiler
+
+# What a program must leave alone, by the name a finding gives it: (owner, attribute).
+_GUARDED: dict[str, tuple[Any, str]] = {
+    "torch.profiler": (torch, "profiler"),
+    "torch.autograd.profiler": (torch.autograd, "profiler"),
+    "torch.Tensor": (torch, "Tensor"),
+    "torch.profiler.profile": (torch.profiler, "profile"),
+    "torch.profiler.record_function": (torch.profiler, "record_function"),
+    "torch.profiler.profile.__enter__": (torch.profiler.profile, "__enter__"),
+    "torch.profiler.profile.__exit__": (torch.profiler.profile, "__exit__"),
+    "torch.autograd.profiler.profile": (torch.autograd.profiler, "profile"),
+    "torch.autograd.profiler.record_function": (torch.autograd.profiler, "record_function"),
+    "torch.autograd.profiler.record_function.__enter__": (
+        torch.autograd.profiler.record_function,
+        "__enter__",
+    ),
+    "torch.autograd.profiler.record_function.__exit__": (
+        torch.autograd.profiler.record_function,
+        "__exit__",
+    ),
+    "torch.autograd._prepare_profiler": (torch.autograd, "_prepare_profiler"),
+    "torch.autograd._enable_profiler": (torch.autograd, "_enable_profiler"),
+    "torch.autograd._disable_profiler": (torch.autograd, "_disable_profiler"),
+    "torch._C._autograd._enable_profiler": (torch._C._autograd, "_enable_profiler"),
+    "torch._C._autograd._disable_profiler": (torch._C._autograd, "_disable_profiler"),
+    "torch.ops.aten.add.Tensor": (torch.ops.aten.add, "Tensor"),
+    "torch.Tensor.item": (torch.Tensor, "item"),
+    "torch.Tensor.__bool__": (torch.Tensor, "__bool__"),
+    "torch.Tensor.__float__": (torch.Tensor, "__float__"),
+    "torch.Tensor.__int__": (torch.Tensor, "__int__"),
+    "torch.Tensor.tolist": (torch.Tensor, "tolist"),
+}
+_ORIGINALS = {label: getattr(owner, name) for label, (owner, name) in _GUARDED.items()}
+
+
+_reported: set[str] = set()
+
+
+def changed(when: str) -> list[str]:
+    """A finding for each guarded object that is no longer the one captured at start
+    (each named once, when it is first seen)."""
+    found = []
+    for label, (owner, name) in _GUARDED.items():
+        try:
+            same = getattr(owner, name) is _ORIGINALS[label]
+        except BaseException:  # a hostile attribute may raise anything
+            same = False
+        if not same and label not in _reported:
+            _reported.add(label)
+            found.append(f"{label} was replaced ({when})")
+    return found
+
+
+_cuda_synchronize = torch.cuda.synchronize
+
+
+def _synchronize() -> None:
+    if torch.cuda.is_available():
+        _cuda_synchronize()
+
+
+# -- packing what a call returned -----------------------------------------------------
+
+
+def _opaque(value: Any) -> dict[str, Any]:
+    kind = type(value)
+    what = "object"
+    if isinstance(value, torch.Tensor):
+        what = "tensor"
+    elif isinstance(value, list | tuple | dict):
+        what = "container"
+    return {"k": "opaque", "cls": f"{kind.__module__}.{kind.__qualname__}", "what": what}
+
+
+def pack_value(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str, Any]:
+    """A value tree of what a call returned: plain tensors (with their device type),
+    lists, tuples, dicts with scalar keys, and scalars, each of exactly its builtin
+    type; anything else becomes an ``opaque`` leaf that names its type, for the grader
+    to refuse."""
+    if depth > protocol.MAX_TREE_DEPTH:
+        raise protocol.ProtocolError("value nested too deeply")
+    kind = type(value)
+    if kind is torch.Tensor:
+        if value.layout is not torch.strided or value.dtype not in protocol.DTYPE_NAMES:
+            return _opaque(value)
+        node = protocol.pack_tree(value, blobs)
+        node["device"] = value.device.type
+        return node
+    scalar = protocol.pack_scalar(value)
+    if scalar is not None:
+        return scalar
+    if kind is list or kind is tuple:
+        items = [pack_value(item, blobs, depth + 1) for item in value]
+        return {"k": "list" if kind is list else "tuple", "items": items}
+    if kind is dict:
+        pairs = []
+        for key, item in value.items():
+            key_node = protocol.pack_scalar(key)
+            if key_node is None:
+                return _opaque(value)
+            pairs.append([key_node, pack_value(item, blobs, depth + 1)])
+        return {"k": "dict", "items": pairs}
+    return _opaque(value)
+
+
+# -- the runner -----------------------------------------------------------------------
+
+
+class Runner:
+    """One program's runs, with every input made before the program is imported."""
+
+    def __init__(self) -> None:
+        self.entry: Any = None
+        self.cuda = False
+        self.seeds: dict[str, Any] = {}
+        self.inputs: dict[str, Any] = {}
+        self.kept: dict[str, Any] = {"profiled": [], "unprofiled": None, "timed": []}
+        self.where = "start"
+
+    def _make_inputs(self, inputs_module: str) -> None:
+        module = import_file(TASK_ROOT / inputs_module)
+        make = module.make_inputs
+
+        def made(seed: int) -> tuple[Any, ...]:
+            seed_everything(seed)
+            args = make(seed)
+            return tuple(args) if isinstance(args, list | tuple) else (args,)
+
+        self.inputs = {
+            "warmup": [made(seed) for seed in self.seeds["warmup"]],
+            "profiled": [made(seed) for seed in self.seeds["profiled"]],
+            "unprofiled": made(self.seeds["unprofiled"]),
+            "timed": [[made(seed) for seed in batch] for batch in self.seeds["timed"]],
+        }
+
+    def _call(self, seed: int, args: tuple[Any, ...]) -> Any:
+        seed_everything(seed)
+        return self.entry(*args)
+
+    def run(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
+        self.cuda = bool(header.get("cuda"))
+        self.seeds = header["seeds"]
+        try:
+            self.where = "inputs"
+            self._make_inputs(str(header["inputs_module"]))
+        except BaseException as exc:
+            return {"raised": describe(exc, self.where), "violations": []}, []
+        activities = [_activity.CPU] + ([_activity.CUDA] if self.cuda else [])
+        profiler = _profile(
+            activities=activities,
+            record_shapes=False,
+            experimental_config=_ExperimentalConfig(
+                profile_all_threads=True, enable_cuda_sync_events=self.cuda
+            ),
+        )
+        raised = None
+        violations: list[str] = []
+        _profile_enter(profiler)
+        try:
+            self._profiled_steps(header, violations)
+        except BaseException as exc:
+            raised = describe(exc, self.where)
+        finally:
+            try:
+                violations += self._stop(profiler)
+            except BaseException as exc:
+                error = describe(exc, "stop")
+                violations.append(f"the profiler could not be stopped ({error['type']})")
+        if raised is None:
+            try:
+                self.where = "unprofiled run"
+                self.kept["unprofiled"] = self._call(
+                    self.seeds["unprofiled"], self.inputs["unprofiled"]
+                )
+            except BaseException as exc:
+                raised = describe(exc, self.where)
+        reply: dict[str, Any] = {"raised": raised, "violations": violations}
+        if self.cuda and torch.cuda.is_available():
+            reply["cuda_peak_bytes"] = int(torch.cuda.max_memory_allocated())
+        return reply, []
+
+    def _profiled_steps(self, header: dict[str, Any], violations: list[str]) -> None:
+        nonce = str(header["nonce"])
+        device = "cuda" if self.cuda else "cpu"
+        canary = torch.zeros(1, device=device)
+        self.where = "import"
+        sys.path.insert(0, str(PROGRAM_ROOT))
+        os.chdir(PROGRAM_ROOT)
+        program = import_file(PROGRAM_ROOT / str(header["module"]))
+        self.entry = getattr(program, str(header["entry"]))
+        violations += changed("after the program was imported")
+        self.where = "warm-up"
+        for seed, args in zip(self.seeds["warmup"], self.inputs["warmup"], strict=True):
+            self._call(seed, args)
+        for k, (seed, args) in enumerate(
+            zip(self.seeds["profiled"], self.inputs["profiled"], strict=True)
+        ):
+            self.where = f"profiled step {k}"
+            seed_everything(seed)
+            with _record_function(STEP_NAME.format(k=k)):
+                out = self.entry(*args)
+                # Inside the step window, so that a profiler stopped during the step
+                # shows; the grader leaves out what is nested in it. On CUDA the step's
+                # device work is waited for here, so the window's length includes it.
+                with _record_function(CANARY_NAME.format(k=k, nonce=nonce)):
+                    _canary_op(canary, 1)
+                    if self.cuda:
+                        _synchronize()
+            self.kept["profiled"].append(out)
+        if not _autograd_profiler._is_profiler_enabled:
+            violations.append("the profiler was marked disabled during the profiled steps")
+        violations += changed("after the profiled steps")
+
+    def _stop(self, profiler: Any) -> list[str]:
+        """Stop the profiler and write its trace. A session that some other code ended
+        first leaves an empty result, which torch cannot write (it crashes the process):
+        that is reported instead."""
+        self.where = "stopping the profiler"
+        _profile_exit(profiler, None, None, None)
+        result = getattr(profiler.profiler, "kineto_results", None)
+        if result is None or result.trace_start_ns() == 0:
+            return ["the profiler's session had already ended when the runner stopped it"]
+        TRACE_PATH.parent.mkdir(parents=True, exist_ok=True)
+        result.save(str(TRACE_PATH))
+        return []
+
+    def time_batch(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
+        batch = int(header["batch"])
+        inside: list[float] = []
+        outputs: list[Any] = []
+        try:
+            seeds, inputs = self.seeds["timed"][batch], self.inputs["timed"][batch]
+            for index, (seed, args) in enumerate(zip(seeds, inputs, strict=True)):
+                self.where = f"timed batch {batch} step {index}"
+                seed_everything(seed)
+                began = _perf_counter()
+                outputs.append(self.entry(*args))
+                if self.cuda:
+                    _synchronize()
+                inside.append(_perf_counter() - began)
+        except BaseException as exc:
+            return {"raised": describe(exc, self.where), "inside_s": inside}, []
+        self.kept["timed"].append(outputs)
+        return {"raised": None, "inside_s": inside}, []
+
+    def outputs(self, _header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
+        blobs: list[memoryview] = []
+        try:
+            self.where = "packing the outputs"
+            node = pack_value(self.kept, blobs)
+        except BaseException as exc:
+            return {"raised": describe(exc, self.where), "violations": []}, []
+        return {"raised": None, "value": node, "violations": changed("at the end")}, blobs
+
+
+def main() -> None:
+    sys.dont_write_bytecode = True
+    torch.set_num_threads(1)
+    runner = Runner()
+    handlers = {"run": runner.run, "time": runner.time_batch, "outputs": runner.outputs}
+    send({"op": "hello", "seq": 0, "ok": True, "pid": os.getpid()})
+    status = 0
+    try:
+        while True:
+            message = read_message()
+            if message is None:
+                break
+            header, _blobs, _began = message
+            handler = handlers.get(str(header.get("op")))
+            if handler is None:  # bye
+                break
+            reply, blobs = handler(header)
+            send({"op": header["op"], "seq": header.get("seq"), "ok": True, **reply}, blobs)
+    except BaseException:
+        status = 1
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):  # what the program printed, for reviewers
+            sys.stdout.flush()
+            sys.stderr.flush()
+        _exit(status)

@@ -1,0 +1,1110 @@
+"""Re-profiling a changed program: the trusted side of a fix-and-re-profile grading.
+
+The solver gets a small PyTorch program with a planted performance problem (a
+host sync inside the step, a Python loop that launches an operator per
+element) and submits the changed program. ``reprofile`` runs the task's
+original program (the reference: slow but correct) and the submission, each in
+a sandboxed process of its own, under ``torch.profiler``; checks that the
+submission still returns what the reference returns on inputs drawn from a
+secret seed; and measures whether the planted signal dropped.
+
+How a grading runs
+------------------
+1. Both sandboxes start the runner (``profile_runner/main.py``), which
+   imports torch and captures what it relies on; neither has seen program
+   code yet. The inputs module (the task's ``make_inputs(seed)``) is written
+   into both; the reference's sandbox holds only the reference program, the
+   submission's only the submission.
+2. ``run``, the reference first, then the submission, each while the other
+   sandbox is frozen: every input is made from seeds derived from the secret
+   one before the program is imported; the profiler starts before the import;
+   warm-up steps, then ``steps`` profiled steps, each a ``ProfilerStep#k``
+   window closed by the runner's canary op; then one unprofiled call on the
+   grading's seed.
+3. For ``step_time`` only: ``repeats`` timed batches per side, in pairs that
+   alternate which side goes first (reference, submission, submission,
+   reference, ...), each measured from outside while the other side is frozen.
+4. Every call's outputs come back packed (the kernel harness's protocol) and
+   are compared here, call by call, within the task's per-dtype tolerances
+   (``graders.kernel.compare``). Each trace is collected from the sandbox's
+   work dir after it has ended and parsed here, with bounds.
+
+The signals, counted from each trace per ``ProfilerStep#k`` window (an event
+belongs to the step whose window holds its start, on any thread; what is
+nested in the runner's canary is left out):
+
+- ``syncs``: host reads of a device value. The candidates are the ``cpu_op``
+  events ``aten::_local_scalar_dense``, ``aten::item`` and
+  ``aten::is_nonzero`` and, on CUDA, the ``cuda_runtime`` calls that block
+  the host (``SYNC_RUNTIME_CALLS``). One read shows as a nested chain
+  (``bool(t)`` is ``is_nonzero`` around ``item`` around
+  ``_local_scalar_dense``, which on CUDA holds ``cudaStreamSynchronize``), so
+  a candidate counts only when no other candidate is nested inside it: each
+  chain counts once, by its innermost event, whatever the wrapper was.
+- ``launches``: operators the program called, i.e. ``aten::`` ``cpu_op``
+  events with no ``aten::`` operator around them. Operators that one operator
+  calls inside itself are its implementation, not launches; autograd's engine
+  nodes (``autograd::engine::evaluate_function: ...``) are not ``aten::``
+  operators, so the backward pass's operators under them still count.
+- ``step_time``: each ``ProfilerStep#k`` window's length is reported, but the
+  ratio and its significance come from the timed batches: per batch, the CPU
+  time the sandbox's cgroup counted (every thread of every process in it)
+  between freezes around the batch, over its steps (on CUDA hosts, the
+  grader's wall clock around the batch instead). The runner's own
+  ``perf_counter`` per step is kept only as a cross-check. The figure
+  includes the runner's handling of the command, the same on both sides: it
+  pulls the ratio towards 1 and can only hide a speedup, never make one, so
+  a step-time task needs steps long enough, or enough of them, to show its.
+  The repeats are batches in one process per side, not fresh processes.
+
+``signal_ratio`` is the submission's per-step signal over the reference's:
+mean counts for ``syncs`` and ``launches`` (``significant`` when every
+profiled step of the submission has fewer than every step of the reference:
+the counts are deterministic); for ``step_time``, the median of the pairs'
+ratios, significant when the sign-test interval of the pairs' log ratios lies
+wholly beyond ``MIN_EFFECT`` (six pairs or more), or, with fewer pairs, when
+the bootstrap intervals of the two sides' medians separate and the ratio is
+beyond ``MIN_EFFECT`` (``graders.stats``).
+
+Integrity
+---------
+The submission shares its process with the profiler and can do anything to
+it. What counts is what the trace shows, checked here: exactly ``steps``
+windows named ``ProfilerStep#0`` ... ``#steps-1``, each holding exactly one
+canary window (``bw_canary#k/<nonce>``, the nonce fresh per grading) with the
+canary's ``aten::add`` in it. A profiler stopped, restarted or switched off at
+any point of the profiled steps loses a canary or a window: torch records
+nothing after the session ends, a new session has none of the earlier events,
+and CPU collection switched off (``_toggle_collection_dynamic``) cannot be
+switched back on in an every-thread session. (Ending the session with
+``torch.autograd._disable_profiler()`` leaves nothing to write, which the
+runner reports; restarting one inside a step window corrupted torch's heap
+here, a crash.) A trace that is missing or does not parse is a finding too. The
+runner adds what it sees in the process: the profiler's functions,
+``Tensor.item`` and its kin replaced (identity against objects captured
+before the import), the profiler's session ended by someone else. Outputs of
+a type other than plain tensors, containers and scalars are a finding
+(``compare_outputs``). Findings against the submission go to
+``Reprofile.integrity``; what the reference's run shows goes to
+``Reprofile.task_problem``, since the reference is the task's own program.
+
+What is not covered: the trace is written by the submission's process, so a
+program that reads the runner's nonce out of its own memory and writes a
+complete forged trace is not caught by these checks; the outputs of every
+call are still checked, and step-time figures come from outside.
+
+Nothing here raises on what the submission does: a crash, a hang, a reply
+that does not parse becomes a ``SideMeasure`` with an error. ``SandboxError``
+is raised only when the sandbox itself fails (a runner that does not start,
+a reference sandbox that cannot be frozen): the platform's fault, never the
+submission's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import math
+import random
+import re
+import secrets
+import sys
+import time
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from graders import stats
+from graders.kernel.compare import compare_outputs
+from graders.kernel.grading import MALLOC_ENV
+from graders.kernel.harness.protocol import (
+    ProtocolError,
+    TreeWalker,
+    check_tensor_node,
+    copy_tensor,
+    is_count,
+    is_number,
+    tensor_nbytes,
+)
+from graders.kernel.side import Reply, Side, SideFailure, clean_error, clean_text
+from graders.kernel.spec import Tolerance
+from sandboxes.base import Limits, RunRequest, RunResult, Sandbox, SandboxError
+from sandboxes.cgroups import FreezeTimeout
+
+Signal = Literal["syncs", "launches", "step_time"]
+SIGNALS: tuple[str, ...] = ("syncs", "launches", "step_time")
+
+RUNNER_DIR = Path(__file__).resolve().parent / "profile_runner"
+HARNESS_DIR = Path(__file__).resolve().parent.parent / "kernel" / "harness"
+MOUNT = "/opt/benchwright"
+WORKDIR = "/work"
+TRACE_FILE = "out/trace.json"  # in the work dir; the runner's TRACE_PATH
+BOOTSTRAP = (
+    f"import sys; sys.path.insert(0, {MOUNT!r}); from profile_runner.main import main; main()"
+)
+STARTUP_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = 120.0
+OUTPUTS_TIMEOUT_S = 60.0
+MiB = 1024 * 1024
+SMALL_REPLY = 1 * MiB  # run and time replies: findings and figures only
+REPLY_CAP = 256 * MiB  # the reference's outputs
+REPLY_ROOM = 4 * MiB  # the submission's outputs may take twice the reference's and this
+OUTPUT_CHARS = 4000
+
+# Bounds on a trace (written by the submission's process): bytes and events parsed.
+MAX_TRACE_BYTES = 128 * MiB
+MAX_TRACE_EVENTS = 1_000_000
+MAX_NAME_CHARS = 1000
+# Kineto writes times in microseconds with three decimals: a child's end, rounded,
+# may pass its parent's by that much.
+NESTING_SLACK_US = 0.0015
+TOP_OPERATORS = 15
+
+SCALAR_READS = frozenset({"aten::_local_scalar_dense", "aten::item", "aten::is_nonzero"})
+SYNC_RUNTIME_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpy2D",
+        "cudaMemcpy3D",
+        "cudaStreamQuery",
+    }
+)
+# Errors writing a side's files into its work dir that the files themselves cause.
+FILES_TOO_LARGE = (errno.ENOSPC, errno.EFBIG, errno.ENAMETOOLONG)
+# What a sandbox limit that ended a process means for its side.
+LIMIT_KINDS = {
+    "wall_time": "timeout",
+    "cpu_time": "timeout",
+    "memory": "memory",
+    "output": "output_limit",
+    "file_size": "output_limit",
+    "processes": "crashed",
+}
+KEPT_CATEGORIES = frozenset({"cpu_op", "user_annotation", "cuda_runtime"})
+STEP_PATTERN = re.compile(r"ProfilerStep#(\d{1,9})")
+CANARY_OP = "aten::add"
+
+# A step-time speedup must clear this margin (as the kernel kind's does): two runs of
+# identical code in two processes can differ by a few per cent.
+MIN_EFFECT = 0.05
+
+
+# -- what goes in and what comes out ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    """What a fix-and-re-profile task's grading table says (parsed by the kind)."""
+
+    module: str  # the program file, relative to the program root ("train.py")
+    entry: str  # called once per step: entry(*inputs) -> outputs
+    inputs_module: str  # a hidden task file defining make_inputs(seed) -> tuple of args
+    steps: int  # profiled steps per run, after the warm-up
+    warmup: int
+    signal: Signal
+    repeats: int  # timed batches per side for step_time (at least 3), interleaved
+    tolerances: Mapping[str, tuple[float, float]]  # dtype -> (atol, rtol)
+    cuda: bool = False
+
+    def __post_init__(self) -> None:
+        if self.signal not in SIGNALS:
+            raise ValueError(f"unknown signal {self.signal!r}; known: {', '.join(SIGNALS)}")
+        if self.steps < 1 or self.warmup < 0:
+            raise ValueError("steps must be at least 1 and warmup at least 0")
+        if self.signal == "step_time" and self.repeats < 3:
+            raise ValueError("a step_time task needs at least 3 repeats")
+
+
+@dataclass(frozen=True)
+class OperatorStat:
+    """One operator over a side's profiled steps, for reviewers."""
+
+    name: str
+    count: int
+    self_cpu_us: float  # its time less that of the events nested in it
+
+
+@dataclass
+class SideMeasure:
+    """One side's run, as the grader saw it.
+
+    ``error_kind``, empty when the side ran to the end: ``raised`` (the program
+    raised; ``error`` says where), ``timeout``, ``crashed``, ``exited`` (the
+    process ended with status 0 in the middle of a command), ``memory``,
+    ``garbled`` (a reply that does not parse), ``output_limit`` (a trace too
+    large to count) or ``refused`` (file names that cannot be placed in a
+    sandbox)."""
+
+    role: str
+    outputs_ok: bool = False  # every call returned outputs that came back intact
+    error: str = ""
+    error_kind: str = ""
+    traceback: str = ""
+    integrity: list[str] = field(default_factory=list)
+    signal_per_step: list[float] = field(default_factory=list)
+    syncs_per_step: list[int] = field(default_factory=list)
+    launches_per_step: list[int] = field(default_factory=list)
+    step_times_s: list[float] = field(default_factory=list)  # ProfilerStep#k windows
+    timed_step_s: list[float] = field(default_factory=list)  # per step, one per timed batch
+    inside_step_s: list[float] = field(default_factory=list)  # the runner's own clock
+    top_operators: list[OperatorStat] = field(default_factory=list)
+    peak_memory_bytes: int | None = None  # the sandbox's cgroup, read from outside
+    cuda_peak_bytes: int | None = None  # torch.cuda.max_memory_allocated, in process
+    output: str = ""  # the end of the process's output (program prints, warnings)
+    # The profiler's Chrome trace as the sandbox left it, for reviewers (an artifact).
+    trace: bytes | None = field(default=None, repr=False)
+
+    def fail(self, kind: str, message: str) -> None:
+        if not self.error_kind:
+            self.error_kind, self.error = kind, clean_text(message, OUTPUT_CHARS)
+
+
+@dataclass
+class StepTiming:
+    """The timed batches of a step_time grading, per step (seconds)."""
+
+    method: str
+    reference_s: list[float]
+    submission_s: list[float]
+    reference_ci: tuple[float, float]
+    submission_ci: tuple[float, float]
+    ratio: float  # submission over reference, the median of the pairs' ratios
+    ratio_ci: tuple[float, float] | None  # sign-test interval, with six pairs or more
+    pairs: int
+    significant: bool
+    profiled_ratio: float  # the same ratio from the ProfilerStep windows: a witness
+
+
+@dataclass
+class Reprofile:
+    """A re-profiling's facts; the kind decides the verdict from ``outcome``."""
+
+    signal: str
+    reference: SideMeasure
+    submission: SideMeasure
+    outputs_match: bool = False
+    mismatch: str = ""
+    signal_ratio: float = math.nan  # submission / reference, per step; NaN when unmeasured
+    significant: bool = False
+    integrity: list[str] = field(default_factory=list)  # findings against the submission
+    task_problem: str = ""  # the reference (the task's own program) failed
+    timing: StepTiming | None = None
+    seed: int = 0
+
+    @property
+    def outcome(self) -> str:
+        """The first that holds: ``task_problem``, ``integrity_violation``, the
+        submission's ``error_kind``, ``wrong_answer``, ``improved`` (the signal
+        dropped, significantly), ``not_improved``."""
+        if self.task_problem:
+            return "task_problem"
+        if self.integrity:
+            return "integrity_violation"
+        if self.submission.error_kind:
+            return self.submission.error_kind
+        if not self.outputs_match:
+            return "wrong_answer"
+        if self.significant and self.signal_ratio < 1.0:
+            return "improved"
+        return "not_improved"
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data, without the traces (store those as artifacts)."""
+        data = dataclasses.asdict(self)
+        for side in ("reference", "submission"):
+            data[side].pop("trace")
+        return {**data, "outcome": self.outcome}
+
+
+# -- traces -------------------------------------------------------------------------------
+
+
+class TraceError(Exception):
+    """A trace that cannot be counted: not JSON, not a Chrome trace, malformed events."""
+
+
+class TraceTooLarge(TraceError):
+    """A trace past the bounds this module parses."""
+
+
+@dataclass(frozen=True)
+class _Event:
+    name: str
+    cat: str
+    thread: tuple[Any, Any]  # (pid, tid)
+    start: float  # microseconds
+    end: float
+
+
+@dataclass
+class TraceFacts:
+    """What one trace shows: the signals per step, and findings that make it untrustworthy."""
+
+    syncs: list[int] = field(default_factory=list)
+    launches: list[int] = field(default_factory=list)
+    step_s: list[float] = field(default_factory=list)
+    top: list[OperatorStat] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+
+
+def _thread_id(value: Any) -> Any:
+    if (type(value) is int and -(2**63) <= value < 2**64) or (
+        type(value) is str and len(value) <= 200
+    ):
+        return value
+    raise TraceError("an event's pid or tid is not an integer or a short string")
+
+
+def parse_trace(data: bytes) -> list[_Event]:
+    """The complete events of the categories counted here, from a Chrome trace's bytes."""
+    if len(data) > MAX_TRACE_BYTES:
+        raise TraceTooLarge(f"the trace is {len(data)} bytes, over the {MAX_TRACE_BYTES} read")
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise TraceError(f"not JSON ({clean_text(str(exc), 200)})") from None
+    raw_events = document.get("traceEvents") if type(document) is dict else None
+    if type(raw_events) is not list:
+        raise TraceError("no traceEvents list")
+    if len(raw_events) > MAX_TRACE_EVENTS:
+        raise TraceTooLarge(f"{len(raw_events)} events, over the {MAX_TRACE_EVENTS} counted")
+    events = []
+    for raw in raw_events:
+        if type(raw) is not dict:
+            raise TraceError("an event is not an object")
+        if raw.get("ph") != "X" or raw.get("cat") not in KEPT_CATEGORIES:
+            continue
+        name, ts, dur = raw.get("name"), raw.get("ts"), raw.get("dur")
+        if type(name) is not str or len(name) > MAX_NAME_CHARS:
+            raise TraceError("an event's name is not a string")
+        if not (is_number(ts) and is_number(dur)) or dur < 0:
+            raise TraceError(f"event {clean_text(name, 80)!r} has no valid ts and dur")
+        thread = (_thread_id(raw.get("pid")), _thread_id(raw.get("tid")))
+        events.append(_Event(name, raw["cat"], thread, float(ts), float(ts) + float(dur)))
+    return events
+
+
+@dataclass
+class _Nesting:
+    """How a trace's events nest: each event's innermost enclosing event on its own
+    thread (by time), and what lies around and inside it. Computed in one pass each
+    way over an order where every event comes after its parent, so that a trace
+    nested a million deep costs no more than a flat one."""
+
+    parent: list[int | None]
+    step: list[int | None]  # the innermost ProfilerStep window around the event
+    in_canary: list[bool]  # inside one of the runner's canary windows
+    under_operator: list[bool]  # inside an aten:: operator
+    holds_a_read: list[bool]  # a sync candidate is nested inside it
+
+    @classmethod
+    def of(cls, events: Sequence[_Event], windows: set[int], canaries: set[int]) -> _Nesting:
+        count = len(events)
+        parent: list[int | None] = [None] * count
+        by_thread: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+        for index, event in enumerate(events):
+            by_thread[event.thread].append(index)
+        order: list[int] = []
+        for indices in by_thread.values():
+            indices.sort(key=lambda i: (events[i].start, -events[i].end, i))
+            stack: list[int] = []
+            for index in indices:
+                while stack and events[stack[-1]].end + NESTING_SLACK_US < events[index].end:
+                    stack.pop()
+                if stack:
+                    parent[index] = stack[-1]
+                stack.append(index)
+            order += indices
+        nesting = cls(parent, [None] * count, [False] * count, [False] * count, [False] * count)
+        for index in order:
+            above = parent[index]
+            if above is not None:
+                nesting.step[index] = above if above in windows else nesting.step[above]
+                nesting.in_canary[index] = above in canaries or nesting.in_canary[above]
+                nesting.under_operator[index] = (
+                    _is_operator(events[above]) or nesting.under_operator[above]
+                )
+        for index in reversed(order):
+            above = parent[index]
+            if above is not None and (
+                nesting.holds_a_read[index] or _is_sync_candidate(events[index])
+            ):
+                nesting.holds_a_read[above] = True
+        return nesting
+
+
+def _step_windows(events: Sequence[_Event], steps: int) -> tuple[list[int], list[str]]:
+    """The index of each ``ProfilerStep#k`` window, k = 0 .. steps-1, and what is wrong
+    with them (a window missing, repeated or beyond the steps the runner ran)."""
+    found: dict[int, list[int]] = defaultdict(list)
+    for index, event in enumerate(events):
+        match = STEP_PATTERN.fullmatch(event.name) if event.cat == "user_annotation" else None
+        if match:
+            found[int(match.group(1))].append(index)
+    findings = []
+    missing = [k for k in range(steps) if k not in found]
+    if missing:
+        findings.append(
+            f"the trace lacks the step window of step(s) {_ks(missing)}: "
+            "the profiler was not recording all the time"
+        )
+    repeated = [k for k, indices in sorted(found.items()) if len(indices) > 1]
+    extra = [k for k in sorted(found) if k >= steps]
+    if repeated or extra:
+        findings.append(
+            f"the trace has {sum(map(len, found.values()))} ProfilerStep windows, "
+            f"expected exactly one for each of the {steps} steps"
+        )
+    windows = [found[k][0] for k in range(steps) if k in found]
+    return windows, findings
+
+
+def _ks(ks: Sequence[int]) -> str:
+    shown = ", ".join(str(k) for k in ks[:10])
+    return shown + (f" and {len(ks) - 10} more" if len(ks) > 10 else "")
+
+
+def _canary_windows(events: Sequence[_Event], nonce: str) -> dict[int, list[int]]:
+    """The runner's canary windows with this grading's nonce, by step."""
+    found: dict[int, list[int]] = defaultdict(list)
+    for index, event in enumerate(events):
+        if event.cat != "user_annotation" or not event.name.startswith("bw_canary#"):
+            continue
+        head, _, tail = event.name.partition("/")
+        number = head.removeprefix("bw_canary#")
+        if tail == nonce and number.isdigit() and len(number) <= 9:
+            found[int(number)].append(index)
+    return found
+
+
+def _missing_canaries(
+    events: Sequence[_Event],
+    nesting: _Nesting,
+    windows: Sequence[int],
+    canaries: Mapping[int, list[int]],
+) -> list[str]:
+    """A finding unless each step's window holds exactly one canary window, which
+    holds exactly one canary op."""
+    adds: dict[int, int] = defaultdict(int)
+    for index, event in enumerate(events):
+        above = nesting.parent[index]
+        if event.cat == "cpu_op" and event.name == CANARY_OP and above is not None:
+            adds[above] += 1
+    bad = [
+        k
+        for k, window in enumerate(windows)
+        if len(canaries.get(k, [])) != 1
+        or nesting.step[canaries[k][0]] != window
+        or adds.get(canaries[k][0]) != 1
+    ]
+    if not bad:
+        return []
+    return [
+        f"the runner's canary op is missing from step(s) {_ks(bad)} of the trace: "
+        "the profiler stopped recording"
+    ]
+
+
+def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
+    """Count a trace's signals per step (see the module's docstring); TraceError when it
+    cannot be parsed, findings when it cannot be trusted."""
+    events = parse_trace(data)
+    windows, findings = _step_windows(events, steps)
+    if findings:
+        return TraceFacts(findings=findings)
+    canaries = _canary_windows(events, nonce)
+    nesting = _Nesting.of(
+        events, set(windows), {index for indices in canaries.values() for index in indices}
+    )
+    facts = TraceFacts(
+        syncs=[0] * steps,
+        launches=[0] * steps,
+        step_s=[(events[w].end - events[w].start) / 1e6 for w in windows],
+        findings=_missing_canaries(events, nesting, windows, canaries),
+    )
+    starts = [events[w].start for w in windows]
+    children_us: dict[int, float] = defaultdict(float)
+    for index, above in enumerate(nesting.parent):
+        if above is not None:
+            children_us[above] += events[index].end - events[index].start
+    operators: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for index, event in enumerate(events):
+        k = bisect_right(starts, event.start) - 1
+        if (
+            event.cat == "user_annotation"
+            or k < 0
+            or event.start > events[windows[k]].end
+            or nesting.in_canary[index]
+        ):
+            continue
+        if _is_sync_candidate(event) and not nesting.holds_a_read[index]:
+            facts.syncs[k] += 1
+        if event.cat == "cpu_op":
+            if _is_operator(event) and not nesting.under_operator[index]:
+                facts.launches[k] += 1
+            stat = operators[event.name]
+            stat[0] += 1
+            stat[1] += max(0.0, event.end - event.start - children_us[index])
+    ranked = sorted(operators.items(), key=lambda item: -item[1][1])[:TOP_OPERATORS]
+    facts.top = [OperatorStat(name, int(count), round(us, 3)) for name, (count, us) in ranked]
+    return facts
+
+
+def _is_sync_candidate(event: _Event) -> bool:
+    if event.cat == "cpu_op":
+        return event.name in SCALAR_READS
+    return event.cat == "cuda_runtime" and event.name in SYNC_RUNTIME_CALLS
+
+
+def _is_operator(event: _Event) -> bool:
+    return event.cat == "cpu_op" and event.name.startswith("aten::")
+
+
+# -- outputs ------------------------------------------------------------------------------
+
+
+class _OutputTree(TreeWalker):
+    """A runner's packed outputs: tensors rebuilt from their bytes, opaque leaves kept as
+    None (``compare_outputs`` refuses them by their nodes)."""
+
+    leaf_kinds = ("tensor", "opaque")
+
+    def __init__(self, blobs: Sequence[memoryview]) -> None:
+        super().__init__()
+        self.blobs = blobs
+
+    def leaf(self, node: dict[str, Any]) -> Any:
+        if node["k"] == "opaque":
+            return None
+        dtype, shape = check_tensor_node(node)
+        if node.get("device") not in ("cpu", "cuda"):
+            raise ProtocolError("a tensor without a known device")
+        blob = node.get("blob")
+        if not is_count(blob) or blob >= len(self.blobs):
+            raise ProtocolError("bad blob index")
+        data = self.blobs[blob]
+        if data.nbytes != tensor_nbytes(node["dtype"], shape):
+            raise ProtocolError("a tensor's bytes do not match its shape and dtype")
+        return copy_tensor(dtype, shape, data)
+
+
+# A call's outputs: where they came from ("profiled step 2"), their node and value.
+Piece = tuple[str, Any, Any]
+
+
+def _pieces(node: Any, value: Any, spec: ProgramSpec) -> list[Piece]:
+    """Every call's outputs out of the runner's tree; ProtocolError if it is not the
+    tree the runner builds for this spec."""
+    if type(value) is not dict or set(value) != {"profiled", "unprofiled", "timed"}:
+        raise ProtocolError("the outputs are not the runner's tree")
+    # The value was unpacked from the node: its keys are the string keys above.
+    nodes = {key_node["v"]: item_node for key_node, item_node in node["items"]}
+    profiled, timed = _items(nodes["profiled"]), _items(nodes["timed"])
+    batches = spec.repeats if spec.signal == "step_time" else 0
+    if len(profiled) != spec.steps or len(timed) != batches:
+        raise ProtocolError("the outputs do not hold one entry per call")
+    pieces = [
+        (f"profiled step {k}", item_node, item)
+        for k, (item_node, item) in enumerate(zip(profiled, value["profiled"], strict=True))
+    ]
+    pieces.append(("the unprofiled run", nodes["unprofiled"], value["unprofiled"]))
+    for b, (batch_node, batch) in enumerate(zip(timed, value["timed"], strict=True)):
+        steps = _items(batch_node)
+        if len(steps) != spec.steps:
+            raise ProtocolError("a timed batch's outputs do not hold one entry per step")
+        for k, (item_node, item) in enumerate(zip(steps, batch, strict=True)):
+            pieces.append((f"timed batch {b} step {k}", item_node, item))
+    return pieces
+
+
+def _items(node: Any) -> list[Any]:
+    if type(node) is not dict or node.get("k") != "list" or type(node.get("items")) is not list:
+        raise ProtocolError("the outputs are not the runner's tree")
+    return list(node["items"])
+
+
+# -- one side's sandboxed runner ----------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    return {
+        **MALLOC_ENV,  # the kernel kind's: freed memory kept, so timings repeat
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": WORKDIR,
+        "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's own private tmpfs
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "XDG_CACHE_HOME": f"{WORKDIR}/.cache",
+    }
+
+
+def _request(
+    spec: ProgramSpec, program: Mapping[str, str], inputs_text: str, limits: Limits
+) -> RunRequest:
+    """A runner sandbox holding one program and the task's inputs module, nothing else."""
+    files = {
+        f"program/{path}": text.encode("utf-8", "surrogatepass") for path, text in program.items()
+    }
+    files[f"task/{spec.inputs_module}"] = inputs_text.encode("utf-8", "surrogatepass")
+    return RunRequest(
+        argv=[sys.executable, "-I", "-B", "-c", BOOTSTRAP],
+        limits=limits,
+        files=files,
+        env=_env(),
+        ro_binds=[
+            (str(RUNNER_DIR), f"{MOUNT}/profile_runner"),
+            (str(HARNESS_DIR), f"{MOUNT}/harness"),
+        ],
+        collect=[TRACE_FILE],
+        workdir=WORKDIR,
+        gpus=(0,) if spec.cuda else (),
+    )
+
+
+class _Program:
+    """One side's runner process, and what it has shown so far."""
+
+    def __init__(self, role: str, backend: Sandbox, request: RunRequest) -> None:
+        self.role = role
+        self.measure = SideMeasure(role)
+        self.side: Side | None = None
+        self.result: RunResult | None = None
+        self.outputs: tuple[Any, Any] | None = None  # (node, value)
+        self.outputs_bytes = 0
+        try:
+            self.side = Side.start(role, backend, request)
+        except ValueError as exc:  # a file name that cannot be placed in the work dir
+            self.measure.fail("refused", f"its files cannot be placed in a sandbox: {exc}")
+        except OSError as exc:
+            if exc.errno not in FILES_TOO_LARGE:
+                raise
+            self.measure.fail("refused", f"its files do not fit in a sandbox ({exc.strerror})")
+
+    @property
+    def alive(self) -> bool:
+        return self.side is not None and not self.measure.error_kind
+
+    def hello(self) -> None:
+        """Wait for the runner's hello; only the runner's own code has run by then, so a
+        runner that does not start is the sandbox's failure."""
+        if self.side is None:
+            return
+        try:
+            self.side.await_reply("hello", STARTUP_TIMEOUT_S)
+        except SideFailure as failure:
+            self.side.kill()
+            raise SandboxError(
+                f"the {self.role} profile runner did not start ({failure.message})"
+            ) from None
+
+    def ask(
+        self, op: str, header: dict[str, Any], timeout_s: float, max_bytes: int = SMALL_REPLY
+    ) -> Reply | None:
+        """One command's reply, or None when the side failed (which is recorded)."""
+        if not self.alive:
+            return None
+        assert self.side is not None
+        try:
+            reply = self.side.request(op, header, timeout_s=timeout_s, max_bytes=max_bytes)
+        except SideFailure as failure:
+            kind = {"timeout": "timeout", "gone": "crashed"}.get(failure.kind, "garbled")
+            if kind != "crashed":  # one that ended on its own is left to say how
+                self.side.kill()
+            self.measure.fail(kind, failure.message)
+            return None
+        violations = reply.header.get("violations", [])
+        if type(violations) is not list:
+            violations = ["its runner's reply lists its findings malformed"]
+        self.measure.integrity += [clean_text(item, 400) for item in violations[:20]]
+        raised = reply.header.get("raised")
+        if raised is not None:
+            error = clean_error(raised)
+            self.measure.fail("raised", f"{error['type']} in {error['where']}: {error['message']}")
+            self.measure.traceback = error["traceback"]
+            return None
+        return reply
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """This side frozen, so that nothing in it runs while the other side is measured."""
+        if not self.alive:
+            yield
+            return
+        frozen = self._freeze()
+        try:
+            yield
+        finally:
+            if frozen and self.side is not None:
+                self.side.thaw()
+
+    def cpu_s(self) -> float | None:
+        """The sandbox's CPU time, read while it is frozen (exact then)."""
+        if not self._freeze():
+            return None
+        assert self.side is not None
+        try:
+            return self.side.cpu_s()
+        finally:
+            self.side.thaw()
+
+    def _freeze(self) -> bool:
+        assert self.side is not None
+        try:
+            self.side.freeze()
+        except FreezeTimeout as exc:
+            if self.role == "reference":
+                raise
+            self.measure.integrity.append(f"its processes could not be paused ({exc})")
+            self.measure.fail("crashed", "its processes could not be paused")
+            self.side.kill()
+            return False
+        return True
+
+    def finish(self) -> None:
+        """End the process (whatever state it is in) and read what the sandbox saw."""
+        if self.side is None or self.result is not None:
+            return
+        self.result = result = self.side.finish()
+        self.measure.peak_memory_bytes = result.memory_peak_bytes
+        self.measure.trace = result.files.get(TRACE_FILE)
+        self.measure.output = _output_text(result)
+        _explain_failure(self.measure, result)
+
+    def fetch_outputs(self, cap: int) -> None:
+        reply = self.ask("outputs", {}, OUTPUTS_TIMEOUT_S, max_bytes=cap)
+        if reply is None:
+            return
+        node = reply.header.get("value")
+        try:
+            self.outputs = (node, _OutputTree(reply.blobs).unpack(node))
+        except (ProtocolError, RuntimeError, ValueError, MemoryError) as exc:
+            self.measure.fail("garbled", f"its outputs are malformed: {exc}")
+            return
+        self.outputs_bytes = reply.size
+        self.measure.outputs_ok = True
+
+
+def _explain_failure(measure: SideMeasure, result: RunResult) -> None:
+    """Name what ended a side's process, from what the sandbox saw of it."""
+    kind = measure.error_kind
+    limit = LIMIT_KINDS.get(result.limit_exceeded or "")
+    if result.memory_limit_hit and kind in ("crashed", "garbled", "raised"):
+        measure.error_kind = "memory"
+        measure.error = "the process ran out of its memory limit"
+    elif limit is not None and kind in ("crashed", "garbled", "timeout"):
+        measure.error_kind = limit
+        measure.error = f"the sandbox's {result.limit_exceeded} limit ended the process"
+    elif kind == "crashed" and result.exit_code == 0 and result.signal is None:
+        measure.error_kind = "exited"
+        measure.error = "the process exited with status 0 in the middle of a command"
+    elif kind == "crashed":
+        how = f"signal {result.signal}" if result.signal is not None else ""
+        how = how or f"status {result.exit_code}"
+        measure.error = f"the process ended ({how}) before it answered"
+    elif kind == "timeout":
+        measure.error = "a command did not finish within its time limit"
+
+
+# -- the grading --------------------------------------------------------------------------
+
+
+def _output_text(result: RunResult) -> str:
+    """The end of what the process printed, without Kineto's own start and stop lines."""
+    text = (result.stdout + b"\n" + result.stderr).decode("utf-8", "replace")
+    lines = [line for line in text.splitlines() if not line.startswith("USDT:")]
+    return clean_text("\n".join(lines[-200:]).strip(), OUTPUT_CHARS)
+
+
+def _seed_plan(spec: ProgramSpec, seed: int) -> dict[str, Any]:
+    """One seed per call, derived from the grading's secret seed; the unprofiled call
+    uses the secret seed itself. Both sides get the same plan."""
+    rng = random.Random(seed)
+
+    def draw(count: int) -> list[int]:
+        return [rng.randrange(2**31) for _ in range(count)]
+
+    batches = spec.repeats if spec.signal == "step_time" else 0
+    return {
+        "warmup": draw(spec.warmup),
+        "profiled": draw(spec.steps),
+        "unprofiled": seed,
+        "timed": [draw(spec.steps) for _ in range(batches)],
+    }
+
+
+def _run(
+    program: _Program,
+    other: _Program,
+    spec: ProgramSpec,
+    plan: dict[str, Any],
+    nonce: str,
+    timeout_s: float,
+) -> None:
+    header = {
+        "seeds": plan,
+        "nonce": nonce,
+        "module": spec.module,
+        "entry": spec.entry,
+        "inputs_module": spec.inputs_module,
+        "cuda": spec.cuda,
+    }
+    with other.paused():
+        reply = program.ask("run", header, timeout_s)
+    if reply is not None and is_count(reply.header.get("cuda_peak_bytes")):
+        program.measure.cuda_peak_bytes = reply.header["cuda_peak_bytes"]
+
+
+def _timed_batch(
+    program: _Program, other: _Program, spec: ProgramSpec, batch: int, timeout_s: float
+) -> bool:
+    """One timed batch, measured from outside while the other side is frozen."""
+    with other.paused():
+        before = program.cpu_s()
+        began = time.perf_counter()
+        reply = program.ask("time", {"batch": batch}, timeout_s)
+        wall_s = time.perf_counter() - began
+        after = program.cpu_s()
+    if reply is None or before is None or after is None:
+        return False
+    inside = reply.header.get("inside_s")
+    if not (
+        type(inside) is list
+        and len(inside) == spec.steps
+        and all(is_number(x) and x >= 0 for x in inside)
+    ):
+        program.measure.fail("garbled", "its timed batch reply is malformed")
+        return False
+    program.measure.inside_step_s += [float(x) for x in inside]
+    program.measure.timed_step_s.append((wall_s if spec.cuda else after - before) / spec.steps)
+    return True
+
+
+def _time(reference: _Program, submission: _Program, spec: ProgramSpec, timeout_s: float) -> None:
+    """``repeats`` pairs of batches; each pair's first side alternates, so that a drift of
+    the host's speed falls on both sides alike."""
+    for batch in range(spec.repeats):
+        pair = (reference, submission) if batch % 2 == 0 else (submission, reference)
+        for program in pair:
+            other = submission if program is reference else reference
+            if not _timed_batch(program, other, spec, batch, timeout_s):
+                return
+
+
+def _step_timing(spec: ProgramSpec, ref: SideMeasure, sub: SideMeasure) -> StepTiming:
+    ratios = stats.paired_log_ratios(ref.timed_step_s, sub.timed_step_s)  # ln(ref / sub)
+    middle = stats.median(ratios) if ratios else 0.0
+    ratio = math.exp(-middle)
+    ref_ci = stats.bootstrap_median_ci(ref.timed_step_s, seed=1)
+    sub_ci = stats.bootstrap_median_ci(sub.timed_step_s, seed=2)
+    interval = stats.sign_test_interval(ratios)
+    margin = math.log1p(MIN_EFFECT)
+    if interval is not None:
+        significant = interval[0] > margin
+        ratio_ci: tuple[float, float] | None = (math.exp(-interval[1]), math.exp(-interval[0]))
+    else:
+        significant = sub_ci[1] < ref_ci[0] and middle > margin
+        ratio_ci = None
+    profiled = (
+        stats.median(sub.step_times_s) / stats.median(ref.step_times_s)
+        if ref.step_times_s and sub.step_times_s and stats.median(ref.step_times_s) > 0
+        else math.nan
+    )
+    method = (
+        "the grader's wall clock around each timed batch, over its steps"
+        if spec.cuda
+        else "CPU time of the whole sandbox (its cgroup) between freezes around each timed "
+        "batch, over its steps"
+    )
+    return StepTiming(
+        method=method,
+        reference_s=list(ref.timed_step_s),
+        submission_s=list(sub.timed_step_s),
+        reference_ci=ref_ci,
+        submission_ci=sub_ci,
+        ratio=ratio,
+        ratio_ci=ratio_ci,
+        pairs=len(ratios),
+        significant=significant,
+        profiled_ratio=profiled,
+    )
+
+
+def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
+    """The side's signals from its trace, or the findings that make the trace unusable.
+    Only a run that went through to the end is counted."""
+    measure = program.measure
+    if measure.error_kind or program.result is None:
+        return
+    data = measure.trace
+    if data is None:
+        measure.integrity.append("the run wrote no profiler trace")
+        return
+    try:
+        facts = analyse_trace(data, spec.steps, nonce)
+    except TraceTooLarge as exc:
+        measure.fail("output_limit", f"its trace is too large to count: {exc}")
+        return
+    except TraceError as exc:
+        measure.integrity.append(f"its profiler trace does not parse: {exc}")
+        return
+    measure.integrity += facts.findings
+    if facts.findings:
+        return
+    measure.syncs_per_step = facts.syncs
+    measure.launches_per_step = facts.launches
+    measure.step_times_s = facts.step_s
+    measure.top_operators = facts.top
+    per_step: dict[str, Sequence[float]] = {
+        "syncs": facts.syncs,
+        "launches": facts.launches,
+        "step_time": facts.step_s,
+    }
+    measure.signal_per_step = [float(x) for x in per_step[spec.signal]]
+
+
+def _compare(result: Reprofile, spec: ProgramSpec, ref: _Program, sub: _Program) -> None:
+    """Every call's outputs of the submission against the reference's, in call order."""
+    assert ref.outputs is not None and sub.outputs is not None
+
+    def tolerance_for(dtype: str) -> Tolerance:
+        atol, rtol = spec.tolerances.get(dtype, (0.0, 0.0))
+        return Tolerance(atol, rtol)
+
+    try:
+        ref_pieces = _pieces(*ref.outputs, spec)
+    except ProtocolError as exc:
+        result.task_problem = f"the reference's outputs are not usable: {exc}"
+        return
+    try:
+        sub_pieces = _pieces(*sub.outputs, spec)
+    except ProtocolError as exc:
+        sub.measure.fail("garbled", f"its outputs are malformed: {exc}")
+        return
+    for (label, ref_node, ref_value), (_, sub_node, sub_value) in zip(
+        ref_pieces, sub_pieces, strict=True
+    ):
+        try:
+            comparison = compare_outputs(ref_node, ref_value, sub_node, sub_value, tolerance_for)
+        except ValueError as exc:  # the reference returned something that cannot be compared
+            result.task_problem = f"{label}: {exc}"
+            return
+        if comparison.integrity:
+            result.integrity.append(f"{label}: {comparison.integrity}")
+        if not comparison.ok:
+            result.mismatch = clean_text(f"{label}: {comparison.message}", 2000)
+            return
+    result.outputs_match = True
+
+
+def _signal_ratio(result: Reprofile, spec: ProgramSpec) -> None:
+    ref, sub = result.reference, result.submission
+    if spec.signal == "step_time":
+        if len(ref.timed_step_s) == len(sub.timed_step_s) == spec.repeats:
+            result.timing = _step_timing(spec, ref, sub)
+            result.signal_ratio = result.timing.ratio
+            result.significant = result.timing.significant
+        return
+    if not ref.signal_per_step or not sub.signal_per_step:
+        return
+    ref_mean = sum(ref.signal_per_step) / len(ref.signal_per_step)
+    sub_mean = sum(sub.signal_per_step) / len(sub.signal_per_step)
+    if ref_mean == 0:
+        result.task_problem = (
+            f"the reference program shows no {spec.signal} in its profiled steps: "
+            "the planted problem is missing"
+        )
+        result.signal_ratio = 1.0 if sub_mean == 0 else math.inf
+        return
+    result.signal_ratio = sub_mean / ref_mean
+    result.significant = max(sub.signal_per_step) < min(ref.signal_per_step)
+
+
+def _task_problem(reference: SideMeasure) -> str:
+    if reference.error_kind:
+        return f"the reference program failed ({reference.error_kind}): {reference.error}"
+    if reference.integrity:
+        return "the reference program's run is not usable: " + "; ".join(reference.integrity)
+    return ""
+
+
+def reprofile(
+    spec: ProgramSpec,
+    reference_files: Mapping[str, str],
+    submission_files: Mapping[str, str],
+    task_files: Mapping[str, str],
+    backend: Sandbox,
+    *,
+    seed: int | None = None,
+    limits: Limits | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> Reprofile:
+    """Profile the reference program and the submission, each in a sandbox of its own,
+    and compare them (see the module's docstring). ``seed``: the secret seed the
+    inputs come from, drawn here when not given (tests pin it). ``limits`` apply to
+    each sandbox, whose wall time spans the whole grading (both live until the end);
+    ``timeout_s`` bounds each command (a ``run``, a timed batch)."""
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    nonce = secrets.token_hex(8)
+    result = Reprofile(spec.signal, SideMeasure("reference"), SideMeasure("submission"), seed=seed)
+    inputs_text = task_files.get(spec.inputs_module)
+    if inputs_text is None:
+        result.task_problem = f"the task has no inputs module {spec.inputs_module!r}"
+        return result
+    limits = limits or Limits()
+    plan = _seed_plan(spec, seed)
+    programs: list[_Program] = []
+    try:
+        for role, files in (("reference", reference_files), ("submission", submission_files)):
+            programs.append(_Program(role, backend, _request(spec, files, inputs_text, limits)))
+        reference, submission = programs
+        reference.hello()
+        submission.hello()
+        _measure(reference, submission, spec, plan, nonce, timeout_s)
+    finally:
+        for program in programs:
+            program.finish()
+    result.reference, result.submission = reference.measure, submission.measure
+    for program in programs:
+        _count_trace(program, spec, nonce)
+    result.integrity = list(submission.measure.integrity)
+    result.task_problem = _task_problem(reference.measure)
+    if result.task_problem or not submission.measure.outputs_ok:
+        return result
+    _compare(result, spec, reference, submission)
+    if not result.task_problem and not submission.measure.error_kind:
+        _signal_ratio(result, spec)
+    return result
+
+
+def _measure(
+    reference: _Program,
+    submission: _Program,
+    spec: ProgramSpec,
+    plan: dict[str, Any],
+    nonce: str,
+    timeout_s: float,
+) -> None:
+    """Drive both runners: the reference's run, then the submission's (never while the
+    reference's failed: the submission's code is not even imported then), the timed
+    batches, and every call's outputs."""
+    _run(reference, submission, spec, plan, nonce, timeout_s)
+    if not reference.alive:
+        return
+    _run(submission, reference, spec, plan, nonce, timeout_s)
+    if spec.signal == "step_time" and submission.alive:
+        _time(reference, submission, spec, timeout_s)
+    reference.fetch_outputs(REPLY_CAP)
+    if reference.measure.outputs_ok:
+        submission.fetch_outputs(min(REPLY_CAP, 2 * reference.outputs_bytes + REPLY_ROOM))

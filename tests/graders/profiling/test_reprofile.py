@@ -1,0 +1,348 @@
+"""Re-profiling a changed program in the real bubblewrap sandbox.
+
+The programs live in ``programs/`` (see its README): a host-sync pair, a
+launches pair, and "fixes" that return wrong results, tamper with the
+profiler, crash or hang. Every grading here starts two real sandboxes, so
+the gradings that are worth a module's time are shared by fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders.profiling.reprofile import (
+    ProgramSpec,
+    Reprofile,
+    TraceError,
+    TraceTooLarge,
+    analyse_trace,
+    reprofile,
+)
+from sandboxes import get_backend
+from sandboxes.base import RunRequest, Sandbox, SandboxProcess
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+TOLERANCES = {"float32": (1e-5, 1e-5), "float64": (1e-6, 1e-6)}
+
+
+def _spec(signal: str = "syncs", **overrides: Any) -> ProgramSpec:
+    settings: dict[str, Any] = {
+        "module": "train.py",
+        "entry": "step",
+        "inputs_module": "inputs.py",
+        "steps": 3,
+        "warmup": 1,
+        "signal": signal,
+        "repeats": 3,
+        "tolerances": TOLERANCES,
+    }
+    return ProgramSpec(**{**settings, **overrides})
+
+
+def _program(path: str) -> dict[str, str]:
+    """A program file of ``programs/``, placed as the task's ``train.py``."""
+    return {"train.py": (PROGRAMS / path).read_text()}
+
+
+def _inputs(folder: str) -> dict[str, str]:
+    return {"inputs.py": (PROGRAMS / folder / "inputs.py").read_text()}
+
+
+class RecordingSandbox(Sandbox):
+    """The real bwrap backend, remembering every request it was asked to start."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.inner = get_backend("bwrap")
+        self.requests: list[RunRequest] = []
+
+    def check(self) -> None:
+        self.inner.check()
+
+    def start(self, request: RunRequest) -> SandboxProcess:
+        self.requests.append(request)
+        return self.inner.start(request)
+
+
+def _host_sync(fix: str, **spec: Any) -> Reprofile:
+    return reprofile(
+        _spec(**spec),
+        _program("host_sync/train.py"),
+        _program(fix),
+        _inputs("host_sync"),
+        get_backend("bwrap"),
+    )
+
+
+@pytest.fixture(scope="module")
+def host_sync_fixed() -> tuple[Reprofile, RecordingSandbox]:
+    backend = RecordingSandbox()
+    submission = {**_program("host_sync/fixed.py"), "helper_only_in_fix.py": "MARK = 1\n"}
+    result = reprofile(
+        _spec(),
+        _program("host_sync/train.py"),
+        submission,
+        _inputs("host_sync"),
+        backend,
+    )
+    return result, backend
+
+
+# -- the planted signals --------------------------------------------------------------
+
+
+def test_the_host_sync_fix_reads_the_device_once_per_step_with_the_same_results(
+    host_sync_fixed: tuple[Reprofile, RecordingSandbox],
+) -> None:
+    result, _ = host_sync_fixed
+    assert result.outcome == "improved", result.as_dict()
+    assert result.outputs_match
+    # Four layers, each read once by .item(): one chain (item around
+    # _local_scalar_dense) counts once. The fix reads its total once.
+    assert result.reference.syncs_per_step == [4, 4, 4]
+    assert result.submission.syncs_per_step == [1, 1, 1]
+    assert result.signal_ratio == pytest.approx(0.25)
+    assert result.significant
+    assert not result.integrity and not result.task_problem
+    assert "loss " in result.submission.output  # what the program printed, for reviewers
+    assert result.reference.peak_memory_bytes
+    top = {op.name: op for op in result.reference.top_operators}
+    assert top["aten::mm"].count == 12  # four layers, three profiled steps
+    assert top["aten::mm"].self_cpu_us > 0
+
+
+def test_the_reference_runs_in_a_sandbox_of_its_own_without_the_submissions_files(
+    host_sync_fixed: tuple[Reprofile, RecordingSandbox],
+) -> None:
+    _, backend = host_sync_fixed
+    reference, submission = backend.requests
+    fixed = (PROGRAMS / "host_sync/fixed.py").read_bytes()
+    assert reference.files == {
+        "program/train.py": (PROGRAMS / "host_sync/train.py").read_bytes(),
+        "task/inputs.py": (PROGRAMS / "host_sync/inputs.py").read_bytes(),
+    }
+    assert fixed not in reference.files.values()
+    assert submission.files["program/train.py"] == fixed
+    assert "program/helper_only_in_fix.py" in submission.files
+
+
+def test_the_launches_fix_calls_two_operators_per_step_instead_of_several_per_element() -> None:
+    result = reprofile(
+        _spec("launches"),
+        _program("launches/loop.py"),
+        _program("launches/vector.py"),
+        _inputs("launches"),
+        get_backend("bwrap"),
+    )
+    assert result.outcome == "improved", result.as_dict()
+    # Per element: two selects of the inputs, mul, add, and the select and copy_ of the
+    # assignment (96 elements), plus empty_like; operators nested in those do not count.
+    assert result.reference.launches_per_step == [577, 577, 577]
+    assert result.submission.launches_per_step == [2, 2, 2]
+    assert result.signal_ratio < 0.01
+
+
+@pytest.mark.slow
+def test_step_time_is_measured_from_outside_and_a_real_speedup_is_significant() -> None:
+    result = reprofile(
+        _spec("step_time"),
+        _program("launches/loop.py"),
+        _program("launches/vector.py"),
+        _inputs("launches"),
+        get_backend("bwrap"),
+    )
+    assert result.outcome == "improved", result.as_dict()
+    timing = result.timing
+    assert timing is not None and timing.pairs == 3
+    assert len(result.reference.timed_step_s) == len(result.submission.timed_step_s) == 3
+    assert timing.ratio < 0.8 and timing.significant
+    assert timing.submission_ci[1] < timing.reference_ci[0]
+    assert len(result.submission.inside_step_s) == 9  # the runner's own clock, per step
+    assert len(result.reference.step_times_s) == 3  # the ProfilerStep windows
+
+
+# -- answers that must not score ----------------------------------------------------------
+
+
+def test_a_fix_that_changes_the_results_is_a_wrong_answer() -> None:
+    result = _host_sync("tampering/wrong.py")
+    assert result.outcome == "wrong_answer"
+    assert not result.outputs_match
+    assert result.mismatch.startswith("profiled step 0: output[hidden] differs")
+
+
+@pytest.mark.parametrize(
+    ("fix", "finding"),
+    [
+        ("tampering/disable_profiler.py", "session had already ended"),
+        ("tampering/patch_item.py", "torch.Tensor.item was replaced"),
+        ("tampering/patch_profile.py", "torch.profiler.profile was replaced"),
+        # Nothing replaced: only the trace, counted outside, shows it.
+        ("tampering/toggle_collection.py", "lacks the step window of step(s) 0, 1, 2"),
+    ],
+)
+def test_a_fix_that_blinds_the_profiler_is_an_integrity_finding(fix: str, finding: str) -> None:
+    result = _host_sync(fix)
+    assert result.outcome == "integrity_violation", result.as_dict()
+    assert any(finding in item for item in result.integrity), result.integrity
+    assert not result.task_problem
+
+
+@pytest.mark.slow
+def test_a_fix_that_restarts_the_profiler_in_its_step_never_scores() -> None:
+    # Restarting a session inside an open step window corrupts torch's heap in the
+    # sandbox (malloc aborts) or, where it survives, leaves a trace without the
+    # earlier steps' windows and canaries. Either way it must not come out improved.
+    result = _host_sync("tampering/restart_profiler.py")
+    assert result.outcome in ("integrity_violation", "crashed"), result.as_dict()
+
+
+def test_a_fix_that_crashes_gets_an_error_not_an_exception() -> None:
+    result = _host_sync("tampering/crash.py")
+    assert result.outcome == "crashed"
+    assert "signal 6" in result.submission.error
+    assert not result.task_problem and not result.reference.error_kind
+
+
+@pytest.mark.slow
+def test_a_fix_that_hangs_times_out() -> None:
+    result = reprofile(
+        _spec(),
+        _program("host_sync/train.py"),
+        _program("tampering/hang.py"),
+        _inputs("host_sync"),
+        get_backend("bwrap"),
+        timeout_s=5.0,
+    )
+    assert result.outcome == "timeout"
+    assert result.submission.error_kind == "timeout"
+
+
+def test_a_failing_reference_is_the_tasks_problem_and_the_submission_is_not_run() -> None:
+    result = reprofile(
+        _spec(),
+        _program("tampering/crash.py"),
+        _program("host_sync/fixed.py"),
+        _inputs("host_sync"),
+        get_backend("bwrap"),
+    )
+    assert result.outcome == "task_problem"
+    assert result.task_problem.startswith("the reference program failed (crashed)")
+    assert not result.submission.error_kind and not result.submission.outputs_ok
+    assert result.submission.trace is None  # never imported, never profiled
+
+
+# -- the trace, counted on the trusted side ---------------------------------------------
+
+
+def _nonce(trace: dict[str, Any]) -> str:
+    name = next(e["name"] for e in trace["traceEvents"] if e.get("name", "").startswith("bw_"))
+    return str(name.partition("/")[2])
+
+
+@pytest.fixture(scope="module")
+def real_trace(host_sync_fixed: tuple[Reprofile, RecordingSandbox]) -> dict[str, Any]:
+    """The reference's trace from a real grading: what production parses."""
+    trace = host_sync_fixed[0].reference.trace
+    assert trace is not None
+    document: dict[str, Any] = json.loads(trace)
+    return document
+
+
+def test_a_real_trace_counts_the_same_here_as_in_the_grading(real_trace: dict[str, Any]) -> None:
+    facts = analyse_trace(json.dumps(real_trace).encode(), 3, _nonce(real_trace))
+    assert facts.findings == []
+    assert facts.syncs == [4, 4, 4]
+    assert all(seconds > 0 for seconds in facts.step_s)
+
+
+def test_a_trace_without_one_steps_canary_is_a_finding(real_trace: dict[str, Any]) -> None:
+    nonce = _nonce(real_trace)
+    kept = [e for e in real_trace["traceEvents"] if e.get("name") != f"bw_canary#1/{nonce}"]
+    facts = analyse_trace(json.dumps({**real_trace, "traceEvents": kept}).encode(), 3, nonce)
+    assert facts.findings == [
+        "the runner's canary op is missing from step(s) 1 of the trace: "
+        "the profiler stopped recording"
+    ]
+
+
+def test_a_canary_with_another_gradings_nonce_does_not_count(real_trace: dict[str, Any]) -> None:
+    facts = analyse_trace(json.dumps(real_trace).encode(), 3, "0" * 16)
+    assert "canary op is missing from step(s) 0, 1, 2" in facts.findings[0]
+
+
+def test_a_trace_with_more_or_fewer_steps_than_were_run_is_a_finding(
+    real_trace: dict[str, Any],
+) -> None:
+    data = json.dumps(real_trace).encode()
+    assert "step window of step(s) 3" in analyse_trace(data, 4, _nonce(real_trace)).findings[0]
+    assert "expected exactly one" in analyse_trace(data, 2, _nonce(real_trace)).findings[0]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"not json",
+        b"[]",
+        b'{"traceEvents": 3}',
+        b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": "1"}]}',
+        b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": 7, "ts": 1, "dur": 1}]}',
+    ],
+)
+def test_a_trace_that_does_not_parse_raises_trace_error(data: bytes) -> None:
+    with pytest.raises(TraceError):
+        analyse_trace(data, 1, "nonce")
+
+
+def test_an_oversized_trace_is_refused_before_parsing() -> None:
+    with pytest.raises(TraceTooLarge):
+        analyse_trace(b" " * (128 * 1024 * 1024 + 1), 1, "nonce")
+
+
+def test_nested_reads_count_once_by_their_innermost_event() -> None:
+    def event(name: str, cat: str, ts: float, dur: float) -> dict[str, Any]:
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+
+    trace = {
+        "traceEvents": [
+            event("ProfilerStep#0", "user_annotation", 0, 100),
+            # bool(t): is_nonzero around item around _local_scalar_dense, one read.
+            event("aten::is_nonzero", "cpu_op", 10, 10),
+            event("aten::item", "cpu_op", 11, 8),
+            event("aten::_local_scalar_dense", "cpu_op", 12, 6),
+            # A bare item whose inner event was not recorded still counts.
+            event("aten::item", "cpu_op", 30, 5),
+            # On CUDA: the runtime's sync inside the scalar read is the same read.
+            event("aten::_local_scalar_dense", "cpu_op", 40, 10),
+            event("cudaStreamSynchronize", "cuda_runtime", 42, 6),
+            event("cudaDeviceSynchronize", "cuda_runtime", 60, 5),
+            event("bw_canary#0/n", "user_annotation", 90, 5),
+            event("aten::add", "cpu_op", 91, 2),
+        ]
+    }
+    facts = analyse_trace(json.dumps(trace).encode(), 1, "n")
+    assert facts.findings == []
+    assert facts.syncs == [4]
+    # is_nonzero, the bare item and the _local_scalar_dense at 40 are launches; the
+    # canary's add is the runner's, not the program's.
+    assert facts.launches == [3]
+
+
+def test_a_trace_nested_deep_is_counted_in_one_pass() -> None:
+    depth = 100_000
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "ts": 0, "dur": 4 * depth}
+    ]
+    events += [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::item", "ts": 1 + i, "dur": 4 * depth - 2 * i}
+        for i in range(1, depth)
+    ]
+    for event in events:
+        event.update(pid=1, tid=1)
+    facts = analyse_trace(json.dumps({"traceEvents": events}).encode(), 1, "n")
+    assert facts.syncs == [1] and facts.launches == [1]
