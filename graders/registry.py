@@ -24,6 +24,7 @@ from .contract import CPU_QUEUE, TaskKind
 BUILT_IN: dict[str, str] = {
     "kernel": "graders.kernel.kind:KernelKind",
     "debugging": "graders.debugging.kind:DebuggingKind",
+    "profiling": "graders.profiling.kind:ProfilingKind",
 }
 
 EXTRA_KINDS_ENV = "BENCHWRIGHT_TASK_KINDS"
