@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graders import registry
 from tasks.bundle import load_bundle
 
 from .guard import BUILT_IN, Common, CommonLines, HiddenGuard, Quote, key, substantive, tokens
@@ -111,11 +112,18 @@ def catalog(root: Path = CATALOG) -> list[CatalogTask]:
     tasks = []
     for folder in sorted(p for p in root.iterdir() if (p / "task.toml").exists()):
         bundle = load_bundle(folder)
+        answers = registry.get(bundle.kind).answer_paths(
+            bundle.grading, {f.path: f.role for f in bundle.files}
+        )
         tasks.append(
             CatalogTask(
                 slug=bundle.slug,
                 public=[f.text for f in bundle.files if f.visibility == "prompt"],
-                hidden=[(f.path, f.text) for f in bundle.files if f.visibility != "prompt"],
+                hidden=[
+                    (f.path, f.text)
+                    for f in bundle.files
+                    if f.visibility != "prompt" and f.path not in answers
+                ],
             )
         )
     return tasks

@@ -261,7 +261,14 @@ def common_lines(version_ids: Sequence[int]) -> Common:
 def _version_data(version: TaskVersion, common: Common | None) -> VersionData:
     files = sorted(version.files.all(), key=lambda f: f.path)
     shown = [f for f in files if f.visibility == Visibility.PROMPT and f.role != FileRole.STATEMENT]
-    hidden = [(f.path, f.content) for f in files if f.visibility != Visibility.PROMPT]
+    answers = registry.get(version.kind).answer_paths(
+        version.grading or {}, {f.path: f.role for f in files}
+    )
+    hidden = [
+        (f.path, f.content)
+        for f in files
+        if f.visibility != Visibility.PROMPT and f.path not in answers
+    ]
     rubric = getattr(version, "rubric", None)
     criteria = sorted(rubric.criteria.all(), key=lambda c: c.position) if rubric else []
     public = [version.statement, *(f.content for f in shown)]

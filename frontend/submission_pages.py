@@ -139,6 +139,8 @@ def page_context(user: User | AnonymousUser, submission: Submission) -> dict[str
             else None,
         ),
         "shapes": shape_rows(report),
+        # Correctness per shape set and timing are the kernel grader's sections.
+        "kernel_report": submission.task_version.kind == "kernel",
         "figures": figures(submission.task_version.kind, run),
         "scores": submission_selectors.rubric_scores(submission, run),
         "outcome": submission_selectors.submission_review_outcome(submission),

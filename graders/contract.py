@@ -195,6 +195,13 @@ class TaskKind(ABC):
         the task's files solvers are shown (a kind may name its visible tests)."""
         return {}
 
+    def answer_paths(self, grading: Mapping[str, Any], roles: Mapping[str, str]) -> frozenset[str]:
+        """The hidden files a right answer is meant to reproduce (an answer key, the
+        expert's and the negatives' answers), given each file's role by path. The
+        export guard does not count quoting them: every honest answer would. None
+        by default: where answers are programs, quoting the expert's is a leak."""
+        return frozenset()
+
     def validation_candidates(
         self, manifest: Mapping[str, Any], files: Sequence[TaskFileInfo]
     ) -> list[ValidationCandidate]:

@@ -9,6 +9,7 @@ could resolve to a model name.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
@@ -247,6 +248,36 @@ def reviewer_report(report: Mapping[str, Any]) -> dict[str, Any]:
         "tests": [_test(t) for t in tests[:MAX_TRIALS] if isinstance(t, Mapping)],
         "lines_changed": report.get("lines_changed"),
         "fix_diff": str(report.get("diff") or "")[:FIX_DIFF_CHARS],
+        # A profiling answer: each field beside the key's value (reviewers may see the
+        # key), the scores, and the free-text fields the rubric's human criteria judge.
+        "answer": _answer(report) if isinstance(report.get("fields"), list) else None,
+    }
+
+
+def _answer(report: Mapping[str, Any]) -> dict[str, Any]:
+    score = report.get("score")
+    score = score if isinstance(score, Mapping) else {}
+    texts = report.get("texts")
+    texts = texts if isinstance(texts, Mapping) else {}
+    fields = [f for f in report.get("fields") or [] if isinstance(f, Mapping)]
+    return {
+        "error": str(report.get("answer_error") or ""),
+        "strict": _number(score.get("strict")),
+        "partial": _number(score.get("partial")),
+        "fields": [
+            {
+                "name": str(f.get("name") or ""),
+                "type": str(f.get("type") or ""),
+                "hit": bool(f.get("hit")),
+                "score": _number(f.get("score")),
+                "points": _number(f.get("points")),
+                "message": _tail(f.get("message"), 500),
+                "answer": _tail(json.dumps(f.get("answer")), 500),
+                "expected": _tail(json.dumps(f.get("expected")), 500),
+            }
+            for f in fields[:MAX_TRIALS]
+        ],
+        "texts": {str(k): _tail(v, LOG_CHARS) for k, v in texts.items()},
     }
 
 

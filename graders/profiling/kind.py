@@ -101,6 +101,14 @@ class ProfilingKind(TaskKind):
             }
         return public
 
+    def answer_paths(self, grading: Mapping[str, Any], roles: Mapping[str, str]) -> frozenset[str]:
+        """The key and the answers of the expert and the negatives: a right answer
+        states the key's values, laid out as any JSON writer lays them out."""
+        paths = {path for path, role in roles.items() if role in ("solution", "negative")}
+        if isinstance(grading.get("key"), str):
+            paths.add(grading["key"])
+        return frozenset(paths)
+
     def validation_candidates(
         self, manifest: Mapping[str, Any], files: Sequence[TaskFileInfo]
     ) -> list[ValidationCandidate]:
