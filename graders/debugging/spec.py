@@ -148,7 +148,7 @@ class DebugSpec:
             pass_to_pass=p2p,
             fix_paths=_fix_paths(grading, source),
             test_timeout_s=_timeout(grading),
-            tolerances=_tolerances(grading),
+            tolerances=parse_tolerances(grading),
             peak_memory_mib=_peak_memory(grading, ids),
             limits=dict(limits),
             source=source,
@@ -306,7 +306,9 @@ def _timeout(grading: Mapping[str, Any]) -> float:
     return float(value)
 
 
-def _tolerances(grading: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+def parse_tolerances(grading: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+    """``[grading.tolerances]``: dtype -> (atol, rtol), over the defaults (the
+    debugging and the re-profile form of the profiling kind share it)."""
     table = grading.get("tolerances", {})
     if not isinstance(table, Mapping):
         raise GradingTableError("grading.tolerances", "must be a table of dtype = {atol, rtol}")

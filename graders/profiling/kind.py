@@ -15,6 +15,7 @@ from graders.contract import (
     TaskFileInfo,
     TaskKind,
     ValidationCandidate,
+    scalars,
 )
 from graders.reports import report_number
 from graders.verdicts import Verdict
@@ -26,11 +27,81 @@ logger = logging.getLogger(__name__)
 KEY_CHECK = "(key script)"
 PUBLIC_FIELD_KEYS = ("name", "type", "points", "hit", "score", "message", "answer")
 PUBLIC_RULE_KEYS = ("type", "points", "abs_tol", "rel_tol", "min_f1", "min_items")
+PUBLIC_FIX_KEYS = (
+    "program",
+    "entry",
+    "signal",
+    "steps",
+    "warmup",
+    "repeats",
+    "max_ratio",
+    "timeout_s",
+)
+PUBLIC_SIDE_KEYS = (
+    "signal_per_step",
+    "syncs_per_step",
+    "launches_per_step",
+    "step_times_s",
+    "top_operators",
+)
+PUBLIC_TIMING_KEYS = ("method", "ratio", "ratio_ci", "pairs", "significant", "profiled_ratio")
 
 
 def _score(report: Mapping[str, Any]) -> Mapping[str, Any]:
     score = report.get("score")
     return score if isinstance(score, Mapping) else {}
+
+
+def _fix(report: Mapping[str, Any]) -> Mapping[str, Any]:
+    fix = report.get("reprofile")
+    return fix if isinstance(fix, Mapping) else {}
+
+
+def _side(fix: Mapping[str, Any], role: str) -> Mapping[str, Any]:
+    side = fix.get(role)
+    return side if isinstance(side, Mapping) else {}
+
+
+def _mean(values: Any) -> float | None:
+    if not isinstance(values, list) or not values:
+        return None
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return round(sum(numbers) / len(numbers), 4) if len(numbers) == len(values) else None
+
+
+def _public_fix(report: Mapping[str, Any]) -> dict[str, Any]:
+    fix = _fix(report)
+    sides = {}
+    for role in ("reference", "submission"):
+        side = _side(fix, role)
+        shown = {k: side[k] for k in PUBLIC_SIDE_KEYS if k in side}
+        if role == "submission":
+            shown |= {
+                k: side[k] for k in ("error", "error_kind", "traceback", "output") if k in side
+            }
+        sides[role] = shown
+    timing = fix.get("timing") if isinstance(fix.get("timing"), Mapping) else None
+    return {
+        "signal": report.get("signal"),
+        "max_ratio": report.get("max_ratio"),
+        "signal_ratio": fix.get("signal_ratio"),
+        "significant": fix.get("significant"),
+        "outputs_match": fix.get("outputs_match"),
+        "mismatch": fix.get("mismatch"),
+        "timing": {k: v for k, v in timing.items() if k in PUBLIC_TIMING_KEYS} if timing else None,
+        **sides,
+    }
+
+
+def _parse(manifest: Mapping[str, Any], files: Mapping[str, str]) -> Any:
+    """The settings of either form: a ``FixTask`` or a ``ProfilingSpec``."""
+    from .fix_task import FixTask
+    from .spec import ProfilingSpec
+
+    grading = manifest.get("grading")
+    if isinstance(grading, Mapping) and grading.get("form") == "reprofile":
+        return FixTask.from_manifest(manifest, files)
+    return ProfilingSpec.from_manifest(manifest, files)
 
 
 def _fields(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -46,6 +117,14 @@ class ProfilingKind(TaskKind):
         Metric("partial_score", "", "higher", "the share of the answer's points earned, 0 to 1"),
         Metric("fields_hit", "count", "higher", "scored fields answered right"),
         Metric("fields_total", "count", "higher", "scored fields of the task"),
+        Metric(
+            "signal_ratio",
+            "x",
+            "lower",
+            "re-profile: the changed program's planted signal per step over the original's",
+        ),
+        Metric("reference_signal", "", "lower", "re-profile: the original program's signal"),
+        Metric("submission_signal", "", "lower", "re-profile: the changed program's signal"),
     )
     kind_rule_types: ClassVar[tuple[RuleType, ...]] = (
         RuleType("strict", "every scored field of the answer is right"),
@@ -55,15 +134,18 @@ class ProfilingKind(TaskKind):
             {"at_least": "the share wanted, above 0 and at most 1"},
         ),
         RuleType("field", "one named field of the answer is right", {"name": "the field"}),
+        RuleType(
+            "signal_ratio",
+            "re-profile: the changed program keeps at most this share of the planted signal",
+            {"at_most": "the share, above 0"},
+        ),
     )
     time_budget_s = 600.0
 
     # -- bundles ----------------------------------------------------------------------
 
     def parse_grading(self, manifest: Mapping[str, Any], files: Mapping[str, str]) -> Any:
-        from .spec import ProfilingSpec
-
-        return ProfilingSpec.from_manifest(manifest, files)
+        return _parse(manifest, files)
 
     def default_grading(self) -> dict[str, Any]:
         return {
@@ -84,6 +166,15 @@ class ProfilingKind(TaskKind):
         public: dict[str, Any] = {}
         if isinstance(grading.get("form"), str):
             public["form"] = grading["form"]
+        if grading.get("form") == "reprofile":
+            public |= {k: grading[k] for k in PUBLIC_FIX_KEYS if k in grading}
+            if grading.get("inputs") in shown_paths:
+                public["inputs"] = grading["inputs"]
+            if isinstance(grading.get("tolerances"), Mapping):
+                public["tolerances"] = {
+                    str(k): scalars(v) for k, v in grading["tolerances"].items()
+                }
+            return public
         traces = grading.get("traces")
         if isinstance(traces, list):
             public["traces"] = [t for t in traces if isinstance(t, str) and t in shown_paths]
@@ -115,14 +206,19 @@ class ProfilingKind(TaskKind):
         """The expert answer (which must score full), each negative (which must earn
         the partial score the table declares for it), and the key script, which must
         reproduce the stored key."""
+        from .fix_task import FixTask
         from .spec import ProfilingSpec
 
+        texts = {f.path: f.text for f in files}
+        declared: Mapping[str, float] = {}
         try:
-            spec = ProfilingSpec.from_manifest(manifest, {f.path: f.text for f in files})
-            declared: Mapping[str, float] = spec.negative_scores
-            answer_file = spec.answer_file
+            if (manifest.get("grading") or {}).get("form") == "reprofile":
+                answer_file = FixTask.from_manifest(manifest, texts).file_name
+            else:
+                spec = ProfilingSpec.from_manifest(manifest, texts)
+                declared, answer_file = spec.negative_scores, spec.answer_file
         except GradingTableError:
-            declared, answer_file = {}, "answer.json"
+            answer_file = "answer.json"
         candidates = [
             ValidationCandidate(
                 c.path,
@@ -133,6 +229,8 @@ class ProfilingKind(TaskKind):
             )
             for c in super().validation_candidates(manifest, files)
         ]
+        if (manifest.get("grading") or {}).get("form") == "reprofile":
+            return candidates
         key_check = ValidationCandidate(
             KEY_CHECK, "reference", Verdict.ACCEPTED.value, {}, {"check_key": True}
         )
@@ -141,7 +239,7 @@ class ProfilingKind(TaskKind):
     # -- grading ----------------------------------------------------------------------
 
     def grade(self, message: Mapping[str, Any], *, backend_name: str) -> dict[str, Any]:
-        from .spec import ProfilingSpec
+        from sandboxes.base import SandboxError
 
         try:
             manifest, task_files, submission_files = message_files(message)
@@ -149,17 +247,21 @@ class ProfilingKind(TaskKind):
             return _internal(str(error))
         overrides = message.get("overrides") or {}
         try:
-            spec = ProfilingSpec.from_manifest(manifest, task_files)
+            spec = _parse(manifest, task_files)
         except GradingTableError as error:
             return _internal(f"the task's grading settings are invalid: {error}")
         from . import grading
+        from .fix_task import FixTask, grade_fix
 
         try:
-            if overrides.get("check_key"):
+            if isinstance(spec, FixTask) or overrides.get("check_key"):
                 try:
                     backend = ready_backend(backend_name)
                 except CannotGrade as error:
                     return _internal(str(error))
+            if isinstance(spec, FixTask):
+                report = grade_fix(spec, task_files, submission_files, backend)
+            elif overrides.get("check_key"):
                 report = grading.check_key(spec, task_files, backend)
             else:
                 declared = overrides.get("declared_partial")
@@ -168,6 +270,8 @@ class ProfilingKind(TaskKind):
                     submission_files,
                     declared_partial=float(declared) if isinstance(declared, int | float) else None,
                 )
+        except SandboxError as error:
+            return _internal(f"the sandbox failed: {error}")
         except Exception as error:  # grading never raises; this is the last line of defence
             logger.exception("profiling grading raised")
             return _internal(f"the grader failed: {type(error).__name__}")
@@ -181,7 +285,11 @@ class ProfilingKind(TaskKind):
 
     def public_details(self, report: Mapping[str, Any]) -> dict[str, Any]:
         """The scores, and per field whether it hit, its score and why: never the key's
-        value (``expected``)."""
+        value (``expected``). Of a re-profiling: the signal per step on both sides, the
+        operators the changed program called most, its error; never the secret seed
+        nor what the original program printed."""
+        if report.get("form") == "reprofile":
+            return _public_fix(report)
         return {
             "answer_valid": report.get("answer_valid"),
             "answer_error": str(report.get("answer_error") or ""),
@@ -207,7 +315,11 @@ class ProfilingKind(TaskKind):
 
     def metric_values(self, report: Mapping[str, Any]) -> dict[str, float | None]:
         score = _score(report)
+        fix = _fix(report)
         return {
+            "signal_ratio": report_number(fix, "signal_ratio"),
+            "reference_signal": _mean(_side(fix, "reference").get("signal_per_step")),
+            "submission_signal": _mean(_side(fix, "submission").get("signal_per_step")),
             "strict_score": report_number(score, "strict"),
             "partial_score": report_number(score, "partial"),
             "fields_hit": report_number(score, "fields_hit"),
@@ -217,6 +329,14 @@ class ProfilingKind(TaskKind):
     def summary_lines(self, report: Mapping[str, Any]) -> list[str]:
         score = _score(report)
         lines = []
+        fix = _fix(report)
+        if fix:
+            values = self.metric_values(report)
+            lines.append(
+                f"signal:      {report.get('signal')}: {values['reference_signal']} per step"
+                f" -> {values['submission_signal']} (ratio {values['signal_ratio']},"
+                f" at most {report.get('max_ratio')} wanted)"
+            )
         if report.get("answer_error"):
             lines.append(f"answer:      invalid: {report.get('answer_error')}")
         if score:
@@ -233,6 +353,9 @@ class ProfilingKind(TaskKind):
         return lines
 
     def headline(self, report: Mapping[str, Any]) -> str:
+        ratio = report_number(_fix(report), "signal_ratio")
+        if ratio is not None:
+            return f"{report.get('signal')} x{ratio:.3g}"
         score = _score(report)
         if not score:
             return ""
@@ -250,6 +373,10 @@ class ProfilingKind(TaskKind):
                 return [("at_least", "must be a share above 0 and at most 1")]
         if kind == "field" and (not isinstance(rule.get("name"), str) or not rule.get("name")):
             return [("name", "must name a field of the answer")]
+        if kind == "signal_ratio":
+            share = rule.get("at_most")
+            if isinstance(share, bool) or not isinstance(share, int | float) or not share > 0:
+                return [("at_most", "must be a share above 0")]
         return []
 
     def score_kind_rule(
@@ -272,4 +399,10 @@ class ProfilingKind(TaskKind):
                 if field.get("name") == name:
                     return bool(field.get("hit")), f"{name}: {field.get('message')}"
             return False, f"the report has no field {name!r}"
+        if kind == "signal_ratio":
+            ratio = report_number(_fix(report), "signal_ratio")
+            wanted = float(rule.get("at_most", 1))
+            if ratio is None:
+                return False, "the signal was not measured"
+            return ratio <= wanted, f"signal ratio {ratio:.3g}, rule wants at most {wanted:g}"
         return super().score_kind_rule(rule, report=report, on_target=on_target)

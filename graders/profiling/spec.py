@@ -38,7 +38,7 @@ from graders.contract import GradingTableError
 from graders.filetext import file_bytes
 
 Form = Literal["answer"]
-FORMS: tuple[str, ...] = ("answer",)
+FORMS: tuple[str, ...] = ("answer", "reprofile")  # reprofile: see fix_task.py
 FieldType = Literal["kernel", "number", "category", "set", "evidence", "text"]
 FIELD_TYPES: tuple[str, ...] = ("kernel", "number", "category", "set", "evidence", "text")
 
@@ -136,6 +136,8 @@ class ProfilingSpec:
         form = grading.get("form", "answer")
         if form not in FORMS:
             raise GradingTableError("grading.form", f"must be one of: {', '.join(FORMS)}")
+        if form != "answer":
+            raise GradingTableError("grading.form", f"a {form} task has other settings")
         entries = _entries(manifest)
         traces, loaded = _traces(grading, entries, files)
         schema_path = _path(grading, "schema", entries, files, shown=True)
