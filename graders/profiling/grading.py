@@ -60,7 +60,8 @@ def grade_answer(
             valid=False, error=f"no {spec.answer_file} in the submission (it has {names})"
         )
     else:
-        result = score_answer(spec, answer.encode("utf-8"), spec.loaded)
+        # A lone surrogate cannot be UTF-8: kept as is, the JSON parser refuses it.
+        result = score_answer(spec, answer.encode("utf-8", "surrogatepass"), spec.loaded)
     report = answer_report(result)
     if declared_partial is not None and abs(result.partial - declared_partial) > SCORE_TOLERANCE:
         report["verdict"] = Verdict.TASK_ERROR.value

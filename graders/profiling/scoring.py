@@ -16,6 +16,7 @@ experts see.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -25,6 +26,11 @@ import orjson
 from .spec import MAX_ANSWER_BYTES, FieldRule, ProfilingSpec, json_path
 
 ANSWER_CHARS = 500  # of a solver's value, quoted in the report
+ANSWER_DEPTH = 3  # of a solver's nested value, kept in the report
+# The longest array an answer may hold: JSON Schema's uniqueItems compares every pair
+# of items it cannot sort, so a long array of mixed items would take minutes.
+MAX_ARRAY_ITEMS = 2000
+_RANK_PREFIX = re.compile(r"rank(0|[1-9][0-9]{0,5})/", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -80,15 +86,16 @@ class EvidenceIndex:
         self.traces = list(traces)
 
     def events(self, evidence_id: str) -> frozenset[tuple[int, int]]:
-        """The (trace, event index) pairs an id names; empty when it names none."""
+        """The (trace, event index) pairs an id names; empty when it names none (an
+        id spelled any other way than the canonical one names none)."""
         if not isinstance(evidence_id, str):
             return frozenset()
         rank, local = 0, evidence_id
         if len(self.traces) > 1:
-            head, slash, local = evidence_id.partition("/")
-            if not slash or not head.startswith("rank") or not head[4:].isdigit():
+            match = _RANK_PREFIX.match(evidence_id)
+            if match is None:
                 return frozenset()
-            rank = int(head[4:])
+            rank, local = int(match.group(1)), evidence_id[match.end() :]
             if rank >= len(self.traces):
                 return frozenset()
         try:
@@ -103,9 +110,12 @@ def parse_answer(data: bytes) -> tuple[Any, str]:
     if len(data) > MAX_ANSWER_BYTES:
         return None, f"the answer is {len(data)} bytes; at most {MAX_ANSWER_BYTES}"
     try:
-        return orjson.loads(data), ""
+        answer = orjson.loads(data)
     except orjson.JSONDecodeError as error:
         return None, f"not JSON: {error}"
+    if longest_array(answer) > MAX_ARRAY_ITEMS:
+        return None, f"an array of the answer holds over {MAX_ARRAY_ITEMS} items"
+    return answer, ""
 
 
 def schema_error(schema: Mapping[str, Any], answer: Any) -> str:
@@ -151,7 +161,7 @@ def _score_field(rule: FieldRule, value: Any, expected: Any, index: EvidenceInde
         score = 1.0 if hit else 0.0
     elif rule.type == "category":
         hit = isinstance(value, str) and value == expected
-        message = "matches" if hit else f"{_short(repr(value))} is not the bottleneck"
+        message = "matches" if hit else f"{_describe(value)} is not the bottleneck"
         score = 1.0 if hit else 0.0
     elif rule.type == "set":
         score, hit, message = _set(value, expected, rule.required, rule.min_f1)
@@ -191,8 +201,13 @@ def _number(value: Any, expected: Any, abs_tol: float, rel_tol: float) -> tuple[
     allowed = max(abs_tol, rel_tol * abs(float(expected)))
     if abs(float(value) - float(expected)) <= allowed:
         return True, "within the tolerance"
-    tolerance = f"±{abs_tol:g}" if abs_tol >= rel_tol * abs(float(expected)) else f"±{rel_tol:.1%}"
-    return False, f"{value:g} is outside the tolerance ({tolerance})"
+    # Both tolerances as declared: which one applies would tell the key's magnitude.
+    tolerance = " or ".join(
+        text
+        for text, on in ((f"±{abs_tol:g}", abs_tol > 0), (f"±{rel_tol:.1%}", rel_tol > 0))
+        if on
+    )
+    return False, f"{value:g} is outside the tolerance ({tolerance or 'exact'})"
 
 
 def _set(
@@ -208,7 +223,7 @@ def _set(
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     missing = [item for item in required if item not in answered]
     if missing:
-        return 0.0, False, f"F1 {f1:.2f}, but {len(missing)} required item(s) missing"
+        return 0.0, False, "a required item is missing"
     hit = f1 >= min_f1 - 1e-9
     return f1, hit, f"F1 {f1:.2f}" + ("" if hit else f", below the {min_f1:.2f} wanted")
 
@@ -218,26 +233,26 @@ def _evidence(
 ) -> tuple[float, bool, str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return 0.0, False, "not a list of event ids"
-    cited = list(dict.fromkeys(value))
-    if not cited:
+    if not value:
         return 0.0, False, "no event cited"
-    named = [index.events(item) for item in cited]
-    unknown = [item for item, events in zip(cited, named, strict=True) if not events]
+    named = [index.events(item) for item in value]
+    unknown = [item for item, events in zip(value, named, strict=True) if not events]
     if unknown:
         return 0.0, False, f"{_short(unknown[0])} is not an event of the trace"
-    # Each id of the key is one piece of evidence; a citation covers it when they name
-    # a common event, so naming one event twice (by position and by correlation id)
-    # counts once.
+    # A citation is the events it names: one event cited twice, under two ids (by
+    # position and by correlation id), is one citation. Each id of the key is one
+    # piece of evidence, covered when a citation names one of its events.
+    cited = list(dict.fromkeys(named))
     key_items = [events for events in map(index.events, expected) if events]
     wanted = frozenset().union(*key_items)
-    cited_events = frozenset().union(*named)
-    relevant = sum(bool(events & wanted) for events in named)
+    cited_events = frozenset().union(*cited)
+    relevant = sum(bool(events & wanted) for events in cited)
     covered = sum(bool(events & cited_events) for events in key_items)
     precision = relevant / len(cited)
     coverage = min(1.0, covered / min_items)
     score = precision * coverage
     if relevant < len(cited):
-        message = f"{len(cited) - relevant} of {len(cited)} cited events are not the bottleneck's"
+        message = "some cited events are not the bottleneck's"
     elif covered < min_items:
         message = f"{covered} distinct event(s) cited; at least {min_items} wanted"
     else:
@@ -250,12 +265,35 @@ def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\N{HORIZONTAL ELLIPSIS}"
 
 
-def _shorten(value: Any) -> Any:
-    """The solver's value as the report keeps it: long strings and lists cut."""
+def _describe(value: Any) -> str:
+    """A solver's value in a message: a string as written, anything else by its type."""
+    return repr(_short(value)) if isinstance(value, str) else f"a JSON {type(value).__name__}"
+
+
+def _shorten(value: Any, depth: int = ANSWER_DEPTH) -> Any:
+    """The solver's value as the report keeps it: long strings and lists cut, nesting
+    cut below ``depth``."""
     if isinstance(value, str):
         return _short(value, ANSWER_CHARS)
-    if isinstance(value, list):
-        return [_shorten(v) for v in value[:50]]
     if isinstance(value, bool | int | float) or value is None:
         return value
-    return _short(repr(value), ANSWER_CHARS)
+    if depth <= 0:
+        return "\N{HORIZONTAL ELLIPSIS}"
+    if isinstance(value, list):
+        return [_shorten(v, depth - 1) for v in value[:50]]
+    if isinstance(value, dict):
+        return {str(k)[:100]: _shorten(v, depth - 1) for k, v in list(value.items())[:50]}
+    return _short(type(value).__name__, ANSWER_CHARS)
+
+
+def longest_array(value: Any) -> int:
+    """The most items any array in a parsed answer holds (iterative: answers nest)."""
+    longest, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            longest = max(longest, len(item))
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return longest

@@ -70,6 +70,9 @@ class TraceError(ValueError):
     """The input is not a trace this module can read; the message says where."""
 
 
+_EVENT_ID = re.compile(r"(ev|corr|ext):(0|[1-9][0-9]{0,18})", re.ASCII)
+
+
 class EventKind(IntEnum):
     """What an event is, whatever the producer called it."""
 
@@ -385,7 +388,8 @@ class Trace:
 
     def events_for_id(self, event_id: str) -> list[int]:
         """The ``traceEvents`` positions an evidence id names (empty if none or malformed)."""
-        match = re.fullmatch(r"(ev|corr|ext):(\d+)", event_id.strip())
+        # One spelling per event: ASCII digits, no sign, no leading zeros, no spaces.
+        match = _EVENT_ID.fullmatch(event_id)
         if not match:
             return []
         prefix, number = match.group(1), int(match.group(2))
