@@ -25,6 +25,7 @@ from graders.worker import internal_report as _internal
 logger = logging.getLogger(__name__)
 
 KEY_CHECK = "(key script)"
+ORIGINAL = "(original program)"
 PUBLIC_FIELD_KEYS = ("name", "type", "points", "hit", "score", "message", "answer")
 PUBLIC_RULE_KEYS = ("type", "points", "abs_tol", "rel_tol", "min_f1", "min_items")
 PUBLIC_FIX_KEYS = (
@@ -205,15 +206,18 @@ class ProfilingKind(TaskKind):
     ) -> list[ValidationCandidate]:
         """The expert answer (which must score full), each negative (which must earn
         the partial score the table declares for it), and the key script, which must
-        reproduce the stored key."""
+        reproduce the stored key. For a re-profile task: the expert fix (accepted),
+        the negatives, and the original program, which must fail the signal check."""
         from .fix_task import FixTask
         from .spec import ProfilingSpec
 
         texts = {f.path: f.text for f in files}
         declared: Mapping[str, float] = {}
+        program = ""
         try:
             if (manifest.get("grading") or {}).get("form") == "reprofile":
-                answer_file = FixTask.from_manifest(manifest, texts).file_name
+                fix_task = FixTask.from_manifest(manifest, texts)
+                answer_file, program = fix_task.file_name, fix_task.program
             else:
                 spec = ProfilingSpec.from_manifest(manifest, texts)
                 declared, answer_file = spec.negative_scores, spec.answer_file
@@ -230,6 +234,17 @@ class ProfilingKind(TaskKind):
             for c in super().validation_candidates(manifest, files)
         ]
         if (manifest.get("grading") or {}).get("form") == "reprofile":
+            # The original program, submitted unchanged, must fail the signal check.
+            original = next((f for f in files if f.path == program), None)
+            if original is not None:
+                candidates.append(
+                    ValidationCandidate(
+                        ORIGINAL,
+                        "reference",
+                        Verdict.WRONG_ANSWER.value,
+                        {answer_file: original.text},
+                    )
+                )
             return candidates
         key_check = ValidationCandidate(
             KEY_CHECK, "reference", Verdict.ACCEPTED.value, {}, {"check_key": True}

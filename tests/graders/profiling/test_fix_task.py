@@ -102,8 +102,10 @@ def test_validation_grades_each_file_under_the_program_s_name():
         ("bad/chunks.py", "wrong_answer"),
         ("bad/collection_off.py", "integrity_violation"),
         ("bad/ignore_lengths.py", "wrong_answer"),
+        ("(original program)", "wrong_answer"),
     ]
     assert all(list(c.submission_files) == ["pool.py"] for c in candidates)
+    assert candidates[-1].submission_files["pool.py"] == (LOOP / "pool.py").read_text()
     assert not any(c.path == "(key script)" for c in candidates)
 
 
