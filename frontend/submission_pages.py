@@ -21,6 +21,7 @@ from benchwright import roles
 from graders import registry
 from submissions import selectors as submission_selectors
 from submissions.models import GradingRun, Submission, SubmissionStatus
+from tasks.timelines import answer_timelines
 
 from .selectors import largest
 
@@ -141,6 +142,7 @@ def page_context(user: User | AnonymousUser, submission: Submission) -> dict[str
         "shapes": shape_rows(report),
         # Correctness per shape set and timing are the kernel grader's sections.
         "kernel_report": submission.task_version.kind == "kernel",
+        "timelines": answer_timelines(submission.task_version, (report or {}).get("fields")),
         "figures": figures(submission.task_version.kind, run),
         "scores": submission_selectors.rubric_scores(submission, run),
         "outcome": submission_selectors.submission_review_outcome(submission),

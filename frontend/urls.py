@@ -3,7 +3,7 @@ from django.urls import path
 
 from . import authoring_views as edit
 from . import review_views as review
-from . import views
+from . import timeline_views, views
 
 urlpatterns = [
     path(
@@ -26,6 +26,7 @@ urlpatterns = [
     path("import-bundle/", edit.task_import, name="task-import"),
     path("tasks/<slug:slug>/", views.task_detail, name="task-detail"),
     path("tasks/<slug:slug>/history/", views.task_history, name="task-history"),
+    path("tasks/<slug:slug>/timeline/", timeline_views.task_timeline, name="task-timeline"),
     path("tasks/<slug:slug>/bundle.zip", edit.task_bundle, name="task-bundle"),
     # The editor: the author's draft.
     path("tasks/<slug:slug>/edit/", edit.task_edit, name="task-edit"),

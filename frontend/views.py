@@ -15,6 +15,7 @@ from rubrics.models import Rubric
 from tasks import services as task_services
 from tasks.models import Task, TaskStatus, TaskVersion
 from tasks.selectors import can_edit_task, can_see_hidden_files, files_for_user, tasks_for_user
+from tasks.timelines import trace_paths
 
 from . import selectors, submission_pages
 from .access import acting_user
@@ -64,6 +65,7 @@ def task_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "shown": version or task,
         "version": version,
         "files": files_for_user(request.user, task, version),
+        "traces": trace_paths(version or task),
         "rubric": rubric,
         "versions": task.versions.all(),
         "section": "tasks",

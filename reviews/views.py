@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from submissions.models import Submission
+from tasks.timelines import answer_timelines
 
 from . import access, rendering, selectors, services, stats
 from .forms import AdjudicationForm, PairForm, ReviewForm, initial_from_review
@@ -199,6 +200,9 @@ def item_context(
         "report": report,
         "rubric": item["rubric"],
         "timing_chart": rendering.timing_chart(report["timing"]) if report else None,
+        "timelines": answer_timelines(
+            submission.task_version, ((report or {}).get("answer") or {}).get("fields")
+        ),
     }
 
 

@@ -10,7 +10,9 @@ as the completion and no key in the prompt.
 from __future__ import annotations
 
 import base64
+import html
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +130,13 @@ def test_a_profiling_task_goes_the_whole_way(celery_worker_process, tmp_path, se
     assert "is not the bottleneck" in page
     assert "&quot;host_sync&quot;" not in page and key["evidence"][0] not in page
     assert "Correctness" not in page, "a kernel's sections have nothing to show here"
+    # ...and a link to the trace's timeline with the answer's citations marked.
+    link = re.search(r'href="(/tasks/prof-host-sync/timeline/\?[^"]+)" data-timeline-link', page)
+    assert link is not None
+    drawn = browser.get(html.unescape(link.group(1))).content.decode()
+    cited = json.loads(distractor)["evidence"]
+    marked = re.search(rf"The answer cites {len(cited)} ids; (\d+) events", drawn)
+    assert marked is not None and int(marked.group(1)) == 2 * len(cited), "launch and kernel"
 
     # Blind review: the reviewer sees the key beside the answer and its explanation.
     slot = review_services.assignment_claim_next(reviewer=reviewer)
@@ -139,6 +148,7 @@ def test_a_profiling_task_goes_the_whole_way(celery_worker_process, tmp_path, se
     assert f"{key['idle_after_syncs_us']}" in page, "the key's value, for the reviewer"
     assert 'data-answer-text="explanation"' in page
     assert "cudaStreamSynchronize" in page  # from the expert's explanation
+    assert "/tasks/prof-host-sync/timeline/?file=traces%2Frank0.json.gz" in page
     review_services.review_submit(
         assignment_id=slot.pk,
         reviewer=reviewer,
