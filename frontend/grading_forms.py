@@ -447,11 +447,46 @@ class DebuggingGradingForm(KindGradingForm):
         self.add_error(field, error.message)
 
 
+class TableGradingForm(KindGradingForm):
+    """The whole [grading] table as TOML, for a kind whose settings are a nested table
+    (a profiling task's fields, traces and key), checked by the kind as it is saved:
+    its error names the dotted field, shown above the table."""
+
+    table = forms.CharField(
+        required=False,
+        strip=False,
+        label="[grading] table",
+        help_text="TOML, as in task.toml without the [grading] header (docs/bundles.md).",
+        widget=toml_widget(24, 'form = "answer"\ntraces = ["traces/rank0.json.gz"]'),
+    )
+
+    @classmethod
+    def initial_from(cls, grading: Mapping[str, Any]) -> dict[str, Any]:
+        return {"table": cls.toml_initial(dict(grading))}
+
+    def grading(self, existing: Mapping[str, Any]) -> dict[str, Any]:
+        return self.toml("table")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if "table" in cleaned:
+            self.toml("table")  # a TOML error is the field's, before the kind sees it
+        return cleaned
+
+    def field_for(self, path: str) -> str | None:
+        return "table"
+
+    def add_table_error(self, error: GradingTableError) -> None:
+        where = f" ({error.file})" if error.file != "task.toml" else ""
+        self.add_error("table", f"{error.field}{where}: {error.message}")
+
+
 # The grading forms of the kinds that have one, by the name a kind gives in its
 # ``authoring_form`` (graders.contract.TaskKind), with the template that shows it.
 GRADING_FORMS: dict[str, tuple[type[KindGradingForm], str]] = {
     "kernel": (GradingForm, "frontend/edit/grading.html"),
     "debugging": (DebuggingGradingForm, "frontend/edit/grading_debugging.html"),
+    "table": (TableGradingForm, "frontend/edit/grading_table.html"),
 }
 
 

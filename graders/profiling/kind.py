@@ -142,6 +142,8 @@ class ProfilingKind(TaskKind):
         ),
     )
     time_budget_s = 600.0
+    # The [grading] table is nested (fields, traces, key): edited as TOML in the editor.
+    authoring_form = "table"
 
     # -- bundles ----------------------------------------------------------------------
 
