@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+import cxxfilt
 import numpy as np
 
 from graders.profiling.trace import (
@@ -86,11 +87,6 @@ from graders.profiling.trace import (
     load_nsys_sqlite,
     load_trace,
 )
-
-try:
-    import cxxfilt
-except ImportError:
-    cxxfilt = None
 
 __all__ = [
     "CommOverlap",
@@ -306,15 +302,20 @@ def normalize_kernel_name(name: str) -> str:
     ``(anonymous namespace)::``, as HTA shortens names:
     ``void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)`` gives
     ``at::native::vectorized_elementwise_kernel``. Itanium-mangled names
-    (``_Z...``) are demangled first when the ``cxxfilt`` package is installed,
-    and left as they are otherwise. Copy and memset names are kept whole."""
+    (``_Z...``, up to ``MAX_MANGLED`` characters) are demangled first, by the C++
+    runtime's demangler (``cxxfilt``); a name it refuses is kept as it is. Copy and
+    memset names are kept whole."""
     return _normalize(name)
+
+
+# A longer mangled name is no kernel's, and the demangler recurses on nesting.
+MAX_MANGLED = 4096
 
 
 @lru_cache(maxsize=65536)
 def _normalize(name: str) -> str:
     text = name.strip()
-    if text.startswith("_Z") and cxxfilt is not None:
+    if text.startswith("_Z") and len(text) <= MAX_MANGLED:
         try:
             text = cxxfilt.demangle(text)
         except cxxfilt.InvalidName:

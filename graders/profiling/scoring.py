@@ -129,7 +129,15 @@ def schema_error(schema: Mapping[str, Any], answer: Any) -> str:
         return "$: the answer is nested too deeply"
     if error is None:
         return ""
-    return f"{json_path(error.absolute_path)}: {_short(error.message)}"
+    message = _short(error.message)
+    quoted = repr(error.instance)
+    if len(quoted) > 60 and error.message.startswith(quoted[:40]):
+        # The message quotes the whole value first: name the rule it fails instead.
+        message = (
+            f"{_short(repr(error.instance), 40)} fails {error.validator}"
+            f" {_short(repr(error.validator_value), 60)}"
+        )
+    return f"{json_path(error.absolute_path)}: {message}"
 
 
 def score_answer(spec: ProfilingSpec, data: bytes, traces: Sequence[Any]) -> AnswerScore:
@@ -199,7 +207,9 @@ def _number(value: Any, expected: Any, abs_tol: float, rel_tol: float) -> tuple[
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return False, "not a number"
     allowed = max(abs_tol, rel_tol * abs(float(expected)))
-    if abs(float(value) - float(expected)) <= allowed:
+    # "Within" includes the bound: 16.32 is within 2 % of 16.0, whatever the rounding.
+    slack = 1e-9 * max(1.0, abs(float(expected)))
+    if abs(float(value) - float(expected)) <= allowed + slack:
         return True, "within the tolerance"
     # Both tolerances as declared: which one applies would tell the key's magnitude.
     tolerance = " or ".join(

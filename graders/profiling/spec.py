@@ -158,6 +158,7 @@ class ProfilingSpec:
         rules = _fields(grading)
         _check_against_schema(rules, schema, schema_path)
         _check_key(rules, key, key_path, schema)
+        _check_key_events(rules, key, key_path, loaded)
         negatives = _negative_scores(grading, entries)
         return cls(
             form="answer",
@@ -370,11 +371,36 @@ def _check_key(
                     f"grading.fields.{rule.name}.required",
                     f"{missing[0]} is not in the key's {rule.name}",
                 )
+            if rule.type == "evidence" and len(set(value)) < rule.min_items:
+                raise GradingTableError(
+                    f"grading.fields.{rule.name}.min_items",
+                    f"the key's {rule.name} holds {len(set(value))} ids: no answer can cite "
+                    f"{rule.min_items}",
+                )
         elif rule.type == "number":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise GradingTableError(rule.name, "must be a number", file=key_path)
         elif not isinstance(value, str):
             raise GradingTableError(rule.name, "must be a string", file=key_path)
+
+
+def _check_key_events(
+    rules: Sequence[FieldRule], key: Mapping[str, Any], key_path: str, traces: Sequence[Any]
+) -> None:
+    """Every evidence id of the key names an event of the traces."""
+    from .scoring import EvidenceIndex
+
+    index = EvidenceIndex(traces)
+    for rule in rules:
+        if rule.type != "evidence":
+            continue
+        for position, item in enumerate(key[rule.name]):
+            if not index.events(item):
+                raise GradingTableError(
+                    f"{rule.name}[{position}]",
+                    f"{item} names no event of the traces",
+                    file=key_path,
+                )
 
 
 def _negative_scores(
