@@ -1,53 +1,31 @@
-"""Derives this task's answer key from its trace, with the conventions
-statement.md states, using the platform's trace library (graders.profiling).
-Run from the bundle's folder: python derive_key.py > key.json"""
+"""Derives this task's key from its trace with the conventions statement.md states,
+using the platform's trace library. From the bundle's folder:
+python derive_key.py > key.json"""
 
-import json
-import sys
-from pathlib import Path
-
-from graders.profiling.analysis import (
-    as_json,
-    comm_comp_overlap,
-    kernel_table,
-    load_trace,
-    temporal_breakdown,
+from graders.profiling.analysis import comm_comp_overlap, temporal_breakdown
+from graders.profiling.keys import (
+    common_figures,
+    correlation_ids,
+    kernel_rows,
+    load_traces,
+    planted,
+    print_key,
 )
 from graders.profiling.trace import EventKind
 
-traces = [
-    load_trace(p.read_bytes(), name=str(p)) for p in sorted(Path("traces").glob("rank*.json.gz"))
-]
-trace = traces[0]
-steps = len(trace.steps)
-top = kernel_table(trace)[0]
-idle_pct = temporal_breakdown(trace).idle_pct
-
-
-def planted(condition: bool, what: str) -> None:
-    """The trace must show what the statement says is planted in it."""
-    if not condition:
-        sys.exit(f"the trace does not show {what}")
-
-
-def kernel_ids(rows) -> list[str]:
-    return [f"corr:{int(trace.correlation[row])}" for row in rows]
-
-
+(trace,) = load_traces()
 overlap = comm_comp_overlap(trace)
 planted(
     overlap.overlap_pct is not None and overlap.overlap_pct < 10,
     "an all-reduce that compute does not hide",
 )
-rows = [row for row in range(len(trace.kind)) if trace.kind[row] == EventKind.COMM_KERNEL]
-key = {
-    "bottleneck": "exposed_communication",
-    "communication_pct": temporal_breakdown(trace).communication_pct,
-    "comm_overlap_pct": overlap.overlap_pct,
-    "evidence": kernel_ids(rows),
-    "fixes": ["overlap_communication"],
-}
-
-key["dominant_kernel"] = top.name
-key["gpu_idle_pct"] = idle_pct
-print(json.dumps(as_json(key), indent=2, sort_keys=True))
+print_key(
+    {
+        **common_figures(trace),
+        "bottleneck": "exposed_communication",
+        "communication_pct": temporal_breakdown(trace).communication_pct,
+        "comm_overlap_pct": overlap.overlap_pct,
+        "evidence": correlation_ids(trace, kernel_rows(trace, EventKind.COMM_KERNEL)),
+        "fixes": ["overlap_communication"],
+    }
+)
