@@ -564,3 +564,66 @@ def test_a_field_worth_two_points_costs_two_points():
     result = _score(RANKS, straggler_rank=0)
     assert _field(result, "straggler_rank").hit is False
     assert (result.strict, result.partial) == (0.0, round(10 / 12, 4))
+
+
+def test_a_task_on_a_jax_trace_is_graded_like_a_pytorch_one():
+    """The JAX profiler's Perfetto/Chrome-trace export as the task's trace: kernels
+    on the GPU stream lane, evidence by position."""
+    import gzip
+
+    from graders.filetext import stored_text
+    from graders.profiling.grading import grade_answer
+    from graders.profiling.spec import ProfilingSpec
+
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}},
+        {
+            "ph": "M",
+            "name": "thread_name",
+            "pid": 1,
+            "tid": 3,
+            "args": {"name": "Stream #13(Compute)"},
+        },
+        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/host:CPU"}},
+        {"ph": "X", "pid": 1, "tid": 3, "ts": 10, "dur": 50, "name": "fusion_3"},
+        {"ph": "X", "pid": 1, "tid": 3, "ts": 70, "dur": 5, "name": "MemcpyD2H"},
+        {"ph": "X", "pid": 1, "tid": 3, "ts": 80, "dur": 9, "name": "all-reduce.1"},
+        {"ph": "X", "pid": 2, "tid": 9, "ts": 0, "dur": 95, "name": "PjitFunction(step)"},
+    ]
+    trace = gzip.compress(json.dumps({"displayTimeUnit": "ns", "traceEvents": events}).encode())
+    schema = {
+        "type": "object",
+        "properties": {"kernel": {"type": "string"}, "evidence": {"type": "array"}},
+        "required": ["kernel", "evidence"],
+    }
+    key = {"kernel": "fusion_3", "evidence": ["ev:3"]}
+    manifest = {
+        "kind": "profiling",
+        "grading": {
+            "traces": ["trace.json.gz"],
+            "schema": "schema.json",
+            "key": "key.json",
+            "key_script": "derive_key.py",
+            "fields": {"kernel": {"type": "kernel"}, "evidence": {"type": "evidence"}},
+        },
+        "files": [
+            {"path": "trace.json.gz", "visibility": "prompt", "role": "artifact"},
+            {"path": "schema.json", "visibility": "prompt", "role": "artifact"},
+            {"path": "key.json", "visibility": "hidden", "role": "other"},
+            {"path": "derive_key.py", "visibility": "hidden", "role": "other"},
+        ],
+    }
+    files = {
+        "trace.json.gz": stored_text("trace.json.gz", trace),
+        "schema.json": json.dumps(schema),
+        "key.json": json.dumps(key),
+        "derive_key.py": "print('{}')\n",
+    }
+    spec = ProfilingSpec.from_manifest(manifest, files)
+    assert spec.loaded[0].source == "jax"
+    right = grade_answer(spec, {"answer.json": json.dumps(key)})
+    assert right["verdict"] == "accepted", right["reason"]
+    wrong = grade_answer(
+        spec, {"answer.json": json.dumps({"kernel": "fusion_3", "evidence": ["ev:5"]})}
+    )
+    assert wrong["verdict"] == "wrong_answer" and wrong["score"]["partial"] == 0.5
