@@ -41,11 +41,28 @@ nested in the runner's canary is left out):
   ``_local_scalar_dense``, which on CUDA holds ``cudaStreamSynchronize``), so
   a candidate counts only when no other candidate is nested inside it: each
   chain counts once, by its innermost event, whatever the wrapper was.
+  Added to these, per step: the host reads outside the dispatcher that the
+  runner's profile hook saw (``profile_runner/watch.py``; reported in
+  ``host_reads_per_step`` and by label in ``host_reads``). On a CPU host
+  ``t.tolist()``, ``t.numpy()``, ``np.asarray(t)`` (and any NumPy function
+  that converts a tensor), DLPack, ``t.data_ptr()``, ``t.untyped_storage()``,
+  ``t.storage()``, pickling, ``torch.save``, ``torch.from_numpy`` and ctypes'
+  ``from_address`` / ``cast`` / ``string_at`` record no ``aten::item``; each
+  call of one of them made by the program's code (any code but torch's own:
+  the program's files, NumPy, the standard library; torch's internals calling
+  ``.tolist()`` do not count) is one sync in the step it happens in, on any
+  thread the hook watches. A ctypes read counts twice: the address
+  (``data_ptr``) and the read. On a CUDA host such a read also shows as a
+  copy in the trace, so it may count twice there.
 - ``launches``: operators the program called, i.e. ``aten::`` ``cpu_op``
   events with no ``aten::`` operator around them. Operators that one operator
   calls inside itself are its implementation, not launches; autograd's engine
   nodes (``autograd::engine::evaluate_function: ...``) are not ``aten::``
-  operators, so the backward pass's operators under them still count.
+  operators, so the backward pass's operators under them still count. Work
+  done outside torch (NumPy on ``t.numpy()``, Python on ``t.tolist()``)
+  launches no operator; any host read the hook sees in a profiled step of a
+  ``launches`` task is therefore an integrity finding, not a count: counted
+  as one launch, a NumPy rewrite would score like the honest vector fix.
 - ``step_time``: each ``ProfilerStep#k`` window's length is reported, but the
   ratio and its significance come from the timed batches: per batch, the CPU
   time the sandbox's cgroup counted (every thread of every process in it)
@@ -84,14 +101,41 @@ runner adds what it sees in the process: the profiler's functions,
 ``Tensor.item`` and its kin replaced (identity against objects captured
 before the import), the profiler's session ended by someone else. Outputs of
 a type other than plain tensors, containers and scalars are a finding
-(``compare_outputs``). Findings against the submission go to
+(``compare_outputs``).
+
+Host reads the trace cannot show (see ``syncs``) are watched by the runner's
+profile hook from the program's import to the end of the profiled steps
+(not during the unprofiled call or the timed batches). Findings, for the
+``syncs`` and ``launches`` signals: a view of tensor memory (anything but
+``tolist``, pickling and ``torch.save``, which copy) taken at import, or
+views that differ between calls (warm-up calls and steps), since reads
+through a view kept from an earlier call are invisible; a Python thread the
+hook does not watch (threads started while it is on are watched) alive at a
+step's end; for ``launches``, any host read in a step. Always, from the
+runner: the program calling ``sys.setprofile`` / ``settrace`` /
+``getprofile`` / ``gettrace``, ``threading.setprofile`` / ``settrace``,
+``gc.get_objects`` / ``get_referrers`` / ``get_referents``, or starting a
+process (``os.fork``, ``subprocess``) while the hook is on; the hook found
+no longer the profile function at a step's end. Findings against the submission go to
 ``Reprofile.integrity``; what the reference's run shows goes to
 ``Reprofile.task_problem``, since the reference is the task's own program.
 
 What is not covered: the trace is written by the submission's process, so a
 program that reads the runner's nonce out of its own memory and writes a
 complete forged trace is not caught by these checks; the outputs of every
-call are still checked, and step-time figures come from outside.
+call are still checked, and step-time figures come from outside. The host
+reads are reported by the same process: a program that edits the hook's
+records or swaps the hook out and back through the C API (ctypes'
+``pythonapi``), which no Python-level call shows, is not caught. A view
+counts once per call, however many reads go through it within that call (on
+CPU a NumPy view is plain memory). Not seen at all: memory shared without a
+watched call, e.g. a tensor made with ``torch.as_tensor`` / ``torch.asarray``
+over a NumPy array, or over a file (``np.memmap``) read back with ordinary
+file reads; addresses learnt from ``id()`` / ``_cdata`` and read with ctypes'
+foreign functions (``memmove``, ``pythonapi``) or ``/proc/self/mem``; torch
+code's own reads made on the program's behalf (a private helper such as
+``torch.serialization._save`` is listed, others are not); reads in a thread
+whose profile function the program removed through the C API.
 
 Nothing here raises on what the submission does: a crash, a hang, a reply
 that does not parse becomes a ``SideMeasure`` with an error. ``SandboxError``
@@ -165,6 +209,11 @@ MAX_NAME_CHARS = 1000
 # may pass its parent's by that much.
 NESTING_SLACK_US = 0.0015
 TOP_OPERATORS = 15
+
+# The runner's labels for host reads that only copy values out; every other label
+# (unknown ones too) is a view: a live window on the tensor's memory.
+COPY_READS = frozenset({"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save"})
+MAX_READ_LABELS = 64
 
 SCALAR_READS = frozenset({"aten::_local_scalar_dense", "aten::item", "aten::is_nonzero"})
 SYNC_RUNTIME_CALLS = frozenset(
@@ -253,6 +302,11 @@ class SideMeasure:
     signal_per_step: list[float] = field(default_factory=list)
     syncs_per_step: list[int] = field(default_factory=list)
     launches_per_step: list[int] = field(default_factory=list)
+    # Host reads outside the dispatcher, seen by the runner's hook (already in
+    # syncs_per_step): per profiled step, by label over those steps, and at import.
+    host_reads_per_step: list[int] = field(default_factory=list)
+    host_reads: dict[str, int] = field(default_factory=dict)
+    host_reads_at_import: dict[str, int] = field(default_factory=dict)
     step_times_s: list[float] = field(default_factory=list)  # ProfilerStep#k windows
     timed_step_s: list[float] = field(default_factory=list)  # per step, one per timed batch
     inside_step_s: list[float] = field(default_factory=list)  # the runner's own clock
@@ -682,6 +736,7 @@ class _Program:
         self.side: Side | None = None
         self.result: RunResult | None = None
         self.outputs: tuple[Any, Any] | None = None  # (node, value)
+        self.host_reads: HostReads | None = None  # what the runner's hook saw
         self.outputs_bytes = 0
         try:
             self.side = Side.start(role, backend, request)
@@ -862,8 +917,56 @@ def _run(
     }
     with other.paused():
         reply = program.ask("run", header, timeout_s)
-    if reply is not None and is_count(reply.header.get("cuda_peak_bytes")):
+    if reply is None:
+        return
+    if is_count(reply.header.get("cuda_peak_bytes")):
         program.measure.cuda_peak_bytes = reply.header["cuda_peak_bytes"]
+    reads = _host_reads(reply.header.get("host_reads"), spec)
+    if reads is None:
+        program.measure.fail("garbled", "its runner's report of host reads is malformed")
+        return
+    program.host_reads = reads
+
+
+@dataclass
+class HostReads:
+    """What the runner's hook saw: reads by label at import, per warm-up call and per
+    profiled step, and the steps during which a Python thread it does not watch ran."""
+
+    at_import: dict[str, int]
+    warmup: list[dict[str, int]]
+    steps: list[dict[str, int]]
+    unwatched_steps: list[int]
+
+
+def _read_counts(value: Any) -> dict[str, int] | None:
+    if type(value) is not dict or len(value) > MAX_READ_LABELS:
+        return None
+    if not all(type(k) is str and len(k) <= 100 and is_count(v) for k, v in value.items()):
+        return None
+    return {clean_text(k, 100): int(v) for k, v in value.items()}
+
+
+def _count_list(value: Any, length: int) -> list[dict[str, int]] | None:
+    if type(value) is not list or len(value) != length:
+        return None
+    counts = [_read_counts(item) for item in value]
+    return None if any(item is None for item in counts) else [c for c in counts if c is not None]
+
+
+def _host_reads(value: Any, spec: ProgramSpec) -> HostReads | None:
+    """The runner's ``host_reads``, or None when it is not what the runner sends."""
+    if type(value) is not dict:
+        return None
+    at_import = _read_counts(value.get("import"))
+    warmup = _count_list(value.get("warmup"), spec.warmup)
+    steps = _count_list(value.get("steps"), spec.steps)
+    unwatched = value.get("unwatched_steps")
+    if at_import is None or warmup is None or steps is None or type(unwatched) is not list:
+        return None
+    if len(unwatched) > spec.steps or not all(is_count(k) and k < spec.steps for k in unwatched):
+        return None
+    return HostReads(at_import, warmup, steps, [int(k) for k in unwatched])
 
 
 def _timed_batch(
@@ -962,16 +1065,69 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
     measure.integrity += facts.findings
     if facts.findings:
         return
-    measure.syncs_per_step = facts.syncs
+    if program.host_reads is None:
+        measure.fail("garbled", "its runner did not report its host reads")
+        return
+    _host_read_findings(measure, spec, program.host_reads)
+    measure.syncs_per_step = [
+        syncs + reads for syncs, reads in zip(facts.syncs, measure.host_reads_per_step, strict=True)
+    ]
     measure.launches_per_step = facts.launches
     measure.step_times_s = facts.step_s
     measure.top_operators = facts.top
     per_step: dict[str, Sequence[float]] = {
-        "syncs": facts.syncs,
+        "syncs": measure.syncs_per_step,
         "launches": facts.launches,
         "step_time": facts.step_s,
     }
     measure.signal_per_step = [float(x) for x in per_step[spec.signal]]
+
+
+def _labels(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{label} x{count}" for label, count in sorted(counts.items()))
+
+
+def _host_read_findings(measure: SideMeasure, spec: ProgramSpec, reads: HostReads) -> None:
+    """Host reads outside the dispatcher: counted as syncs per step, and findings for
+    what cannot be counted (see the module's docstring, "Integrity")."""
+    measure.host_reads_per_step = [sum(counts.values()) for counts in reads.steps]
+    totals: dict[str, int] = defaultdict(int)
+    for counts in reads.steps:
+        for label, count in counts.items():
+            totals[label] += count
+    measure.host_reads = dict(totals)
+    measure.host_reads_at_import = dict(reads.at_import)
+    if spec.signal == "step_time":
+        return
+    views = _views(reads.at_import)
+    if views:
+        measure.integrity.append(
+            f"it took a view of tensor memory at import ({_labels(views)}): "
+            "reads through it during the steps cannot be counted"
+        )
+    calls = [_views(counts) for counts in reads.warmup + reads.steps]
+    odd = next((index for index, call in enumerate(calls) if call != calls[0]), None)
+    if odd is not None:
+        measure.integrity.append(
+            "it takes different views of tensor memory in different calls (warm-up calls "
+            f"then steps: call 0 {_labels(calls[0]) or 'none'}, call {odd} "
+            f"{_labels(calls[odd]) or 'none'}): reads through a view kept from an earlier "
+            "call cannot be counted"
+        )
+    if reads.unwatched_steps:
+        measure.integrity.append(
+            "a Python thread the runner does not watch was alive in step(s) "
+            f"{_ks(reads.unwatched_steps)}: its host reads cannot be counted"
+        )
+    if spec.signal == "launches" and totals:
+        measure.integrity.append(
+            f"it moves work out of torch where the profiler cannot count it: it reads "
+            f"tensor memory on the host in the profiled steps ({_labels(totals)})"
+        )
+
+
+def _views(counts: Mapping[str, int]) -> dict[str, int]:
+    return {label: count for label, count in counts.items() if label not in COPY_READS}
 
 
 def _compare(result: Reprofile, spec: ProgramSpec, ref: _Program, sub: _Program) -> None:

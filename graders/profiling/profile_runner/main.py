@@ -34,7 +34,11 @@ there; a canary or a step window missing from it is what shows a profiler
 that was turned off. The checks made here (the profiler's functions and
 ``Tensor.item`` still the objects captured before the import, the profiler's
 session still alive when the runner stops it) only add findings: a program
-that silences them has still left its marks in the trace.
+that silences them has still left its marks in the trace. The host reads
+that no trace shows (``.tolist()``, ``.numpy()``, ctypes) are watched by a
+profile hook (``profile_runner.watch``) from the import to the end of the
+profiled steps and reported with the ``run`` reply (``host_reads``); the
+grader adds them to the trace's syncs and judges them.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ import torch
 from harness import protocol
 from harness.main import read_message, send
 from harness.runner import describe, import_file, seed_everything
+from profile_runner.watch import Watch
 from torch._C._profiler import _ExperimentalConfig
 
 PROGRAM_ROOT = Path("/work/program")
@@ -188,6 +193,7 @@ class Runner:
         self.inputs: dict[str, Any] = {}
         self.kept: dict[str, Any] = {"profiled": [], "unprofiled": None, "timed": []}
         self.where = "start"
+        self.watch = Watch()
 
     def _make_inputs(self, inputs_module: str) -> None:
         module = import_file(TASK_ROOT / inputs_module)
@@ -246,7 +252,12 @@ class Runner:
                 )
             except BaseException as exc:
                 raised = describe(exc, self.where)
-        reply: dict[str, Any] = {"raised": raised, "violations": violations}
+        violations += self.watch.violations
+        reply: dict[str, Any] = {
+            "raised": raised,
+            "violations": violations,
+            "host_reads": self.watch.report(),
+        }
         if self.cuda and torch.cuda.is_available():
             reply["cuda_peak_bytes"] = int(torch.cuda.max_memory_allocated())
         return reply, []
@@ -258,11 +269,25 @@ class Runner:
         self.where = "import"
         sys.path.insert(0, str(PROGRAM_ROOT))
         os.chdir(PROGRAM_ROOT)
+        self.watch.start(len(self.seeds["warmup"]), len(self.seeds["profiled"]))
+        try:
+            self._import_and_step(header, nonce, canary)
+        finally:
+            self.watch.stop()
+        if not _autograd_profiler._is_profiler_enabled:
+            violations.append("the profiler was marked disabled during the profiled steps")
+        violations += changed("after the profiled steps")
+
+    def _import_and_step(self, header: dict[str, Any], nonce: str, canary: Any) -> None:
+        """The import, the warm-up and the profiled steps, under the watch's hook."""
         program = import_file(PROGRAM_ROOT / str(header["module"]))
         self.entry = getattr(program, str(header["entry"]))
-        violations += changed("after the program was imported")
+        self.watch.violations += changed("after the program was imported")
         self.where = "warm-up"
-        for seed, args in zip(self.seeds["warmup"], self.inputs["warmup"], strict=True):
+        for index, (seed, args) in enumerate(
+            zip(self.seeds["warmup"], self.inputs["warmup"], strict=True)
+        ):
+            self.watch.begin_warmup(index)
             self._call(seed, args)
         for k, (seed, args) in enumerate(
             zip(self.seeds["profiled"], self.inputs["profiled"], strict=True)
@@ -270,7 +295,9 @@ class Runner:
             self.where = f"profiled step {k}"
             seed_everything(seed)
             with _record_function(STEP_NAME.format(k=k)):
+                self.watch.begin_step(k)
                 out = self.entry(*args)
+                self.watch.end_step(k)
                 # Inside the step window, so that a profiler stopped during the step
                 # shows; the grader leaves out what is nested in it. On CUDA the step's
                 # device work is waited for here, so the window's length includes it.
@@ -279,9 +306,6 @@ class Runner:
                     if self.cuda:
                         _synchronize()
             self.kept["profiled"].append(out)
-        if not _autograd_profiler._is_profiler_enabled:
-            violations.append("the profiler was marked disabled during the profiled steps")
-        violations += changed("after the profiled steps")
 
     def _stop(self, profiler: Any) -> list[str]:
         """Stop the profiler and write its trace. A session that some other code ended

@@ -106,6 +106,10 @@ def test_the_host_sync_fix_reads_the_device_once_per_step_with_the_same_results(
     # _local_scalar_dense) counts once. The fix reads its total once.
     assert result.reference.syncs_per_step == [4, 4, 4]
     assert result.submission.syncs_per_step == [1, 1, 1]
+    # Neither reads a tensor's memory outside the dispatcher.
+    assert result.reference.host_reads_per_step == result.submission.host_reads_per_step
+    assert result.submission.host_reads_per_step == [0, 0, 0]
+    assert result.submission.host_reads == result.submission.host_reads_at_import == {}
     assert result.signal_ratio == pytest.approx(0.25)
     assert result.significant
     assert not result.integrity and not result.task_problem
@@ -144,6 +148,7 @@ def test_the_launches_fix_calls_two_operators_per_step_instead_of_several_per_el
     # assignment (96 elements), plus empty_like; operators nested in those do not count.
     assert result.reference.launches_per_step == [577, 577, 577]
     assert result.submission.launches_per_step == [2, 2, 2]
+    assert result.submission.host_reads_per_step == [0, 0, 0]
     assert result.signal_ratio < 0.01
 
 
@@ -166,7 +171,67 @@ def test_step_time_is_measured_from_outside_and_a_real_speedup_is_significant() 
     assert len(result.reference.step_times_s) == 3  # the ProfilerStep windows
 
 
+def test_torch_reading_a_tensor_inside_its_own_python_code_is_not_the_programs_read() -> None:
+    # torch.tensordot reads its dims tensor with .tolist() in torch's own code.
+    result = _host_sync("host_sync/fixed_internal.py")
+    assert result.outcome == "improved", result.as_dict()
+    assert result.submission.syncs_per_step == [1, 1, 1]
+    assert result.submission.host_reads_per_step == [0, 0, 0]
+    assert result.submission.host_reads == {}
+
+
 # -- answers that must not score ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fix", "reads"),
+    [
+        # One read per layer, none of them an aten::item: counted by the runner's hook.
+        ("host_sync/tolist.py", {"Tensor.tolist": 12}),
+        ("host_sync/numpy_read.py", {"Tensor.numpy": 6, "Tensor.__array__": 6}),
+        # The address and the read through it: two per layer.
+        ("host_sync/ctypes_read.py", {"Tensor.data_ptr": 12, "ctypes.from_address": 12}),
+        # A thread started while the hook is on is watched too.
+        ("host_sync/thread_read.py", {"Tensor.tolist": 12}),
+    ],
+)
+def test_host_reads_outside_the_dispatcher_count_as_syncs(fix: str, reads: dict[str, int]) -> None:
+    result = _host_sync(fix)
+    assert result.outcome == "not_improved", result.as_dict()
+    assert result.submission.host_reads == reads
+    per_step = sum(reads.values()) // 3
+    assert result.submission.host_reads_per_step == [per_step] * 3
+    assert result.submission.syncs_per_step == [per_step] * 3  # none in the trace
+    assert result.signal_ratio >= 1.0 and not result.significant
+    assert not result.integrity
+
+
+@pytest.mark.parametrize(
+    ("fix", "finding"),
+    [
+        ("host_sync/view_at_import.py", "view of tensor memory at import (Tensor.numpy x1)"),
+        ("tampering/unwatched_thread.py", "does not watch was alive in step(s) 0, 1, 2"),
+        ("tampering/unset_profile.py", "the program called sys.setprofile (in warm-up call 0)"),
+    ],
+)
+def test_reads_the_runner_cannot_count_are_integrity_findings(fix: str, finding: str) -> None:
+    result = _host_sync(fix)
+    assert result.outcome == "integrity_violation", result.as_dict()
+    assert any(finding in item for item in result.integrity), result.integrity
+
+
+def test_a_launches_fix_that_computes_in_numpy_moves_work_out_of_torch() -> None:
+    result = reprofile(
+        _spec("launches"),
+        _program("launches/loop.py"),
+        _program("launches/numpy_loop.py"),
+        _inputs("launches"),
+        get_backend("bwrap"),
+    )
+    assert result.outcome == "integrity_violation", result.as_dict()
+    assert result.outputs_match  # the same results: only the profiler is blinded
+    assert result.submission.host_reads == {"Tensor.numpy": 6, "torch.from_numpy": 3}
+    assert any("moves work out of torch" in item for item in result.integrity)
 
 
 def test_a_fix_that_changes_the_results_is_a_wrong_answer() -> None:

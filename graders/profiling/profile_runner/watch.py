@@ -1,0 +1,365 @@
+"""Watching the program's host reads that the profiler cannot see.
+
+On a CPU host a program can read a tensor's values without any ``aten::``
+operator: ``t.tolist()``, ``t.numpy()``, ``np.asarray(t)``, a DLPack capsule,
+``t.data_ptr()`` read through ctypes, ``t.untyped_storage()[i]``. None of these
+shows in the trace as ``aten::item``, and work done in NumPy on such a view
+launches no ``aten::`` operator at all. ``Watch`` observes them with a profile
+hook (``sys.setprofile``; ``threading.setprofile`` for threads started while it
+is on), matched by identity against objects captured when this module is
+imported, before any program code exists.
+
+What is recorded, under a label, whenever the *caller* is the program's code:
+
+- a call of a captured C function (``c_call`` events): ``TensorBase.tolist``,
+  ``.numpy``, ``.data_ptr``, ``.untyped_storage``, ``torch._C._to_dlpack``,
+  ``torch.from_numpy``, ``torch.frombuffer``, ``torch.from_file``,
+  ``UntypedStorage.from_file`` / ``from_buffer``, ctypes' ``from_address`` /
+  ``from_buffer`` / ``from_buffer_copy``; the caller is the frame the event
+  comes from;
+- the start of a captured Python function (``call`` events):
+  ``Tensor.__array__`` (NumPy's conversion of a tensor: ``np.asarray(t)``,
+  ``np.mean(t)``), ``__dlpack__``, ``storage``, ``_typed_storage``,
+  ``__reduce_ex__`` (pickling), ``share_memory_``, the
+  ``__cuda_array_interface__`` getter, ``torch.save`` and its helpers,
+  ``torch.from_dlpack``, ctypes' ``string_at`` / ``wstring_at`` / ``cast``; the
+  caller is the frame below the function's own;
+- calls that could blind the hook or leave the process: ``sys.setprofile``,
+  ``sys.settrace``, ``sys.getprofile``, ``sys.gettrace``,
+  ``threading.setprofile`` / ``settrace``, ``gc.get_objects`` /
+  ``get_referrers`` / ``get_referents``, ``os.fork`` and the other ways of
+  starting a process. These are tampering findings wherever they happen while
+  the hook is on.
+
+"The program's code" is every frame whose code is not torch's own or this
+runner's: the program's files, but also NumPy, the standard library and code
+compiled at run time, since they act on the program's behalf (``np.mean(t)``
+converts the tensor inside NumPy's Python code). A call made by torch's own
+Python code (``Tensor.__array__`` calling ``self.numpy()``, torch internals
+calling ``.tolist()``) is not the program's. Code that claims a file of
+torch's (or the runner's) is checked, the first time it makes such a call, to
+be equal to code compiled from that file, so that a program cannot pass its
+own code off as torch's by naming it so.
+
+The hook is on from just before the program's import to the end of the last
+profiled step. Reads are counted apart for the import, each warm-up call and
+each profiled step; a read on any watched thread goes to the call running.
+It is off for the unprofiled call and the timed batches, whose timing must
+stay clean. At each profiled step's end the runner checks that the hook is
+still the process's profile function (and puts it back if not: a finding)
+and that no Python thread it does not watch is alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import os
+import sys
+import threading
+import types
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+_setprofile = sys.setprofile
+_getprofile = sys.getprofile
+_threading_setprofile = threading.setprofile
+_current_frames = sys._current_frames
+_get_ident = threading.get_ident
+_main_ident = threading.main_thread().ident
+_compile = compile
+_TensorBase = torch._C.TensorBase
+_Tensor = torch.Tensor
+
+TORCH_ROOT = str(Path(torch.__file__).resolve().parent) + os.sep
+RUNNER_ROOT = str(Path(__file__).resolve().parent.parent) + os.sep  # runner and harness
+TRUSTED_ROOTS: tuple[str, ...] = (TORCH_ROOT, RUNNER_ROOT)
+# The same roots as the interpreter spells them in co_filename (unresolved paths).
+TRUSTED_ROOTS += tuple(
+    str(Path(path).parent) + os.sep
+    for path in (torch.__file__, str(Path(__file__).parent))
+    if str(Path(path).parent) + os.sep not in TRUSTED_ROOTS
+)
+
+# Labels whose call only copies values out (no live window on the tensor's memory).
+COPIES = frozenset({"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save"})
+
+
+def _method(descriptor: Any) -> Any:
+    """A check for a bound C method of a tensor: the same C function, any tensor."""
+
+    def check(bound: Any) -> bool:
+        owner = getattr(bound, "__self__", None)
+        if not isinstance(owner, _TensorBase):
+            return False
+        try:
+            return bool(bound == descriptor.__get__(owner))
+        except Exception:
+            return False
+
+    return check
+
+
+def _same(reference: Any) -> Any:
+    """A check for a C function or a C class method: equal (same C function, same owner)."""
+
+    def check(bound: Any) -> bool:
+        try:
+            return bool(bound is reference or bound == reference)
+        except Exception:
+            return False
+
+    return check
+
+
+_CTYPES_TYPES = frozenset(
+    {
+        type(ctypes.c_int),
+        type(ctypes.c_int * 1),
+        type(ctypes.Structure),
+        type(ctypes.Union),
+        type(ctypes.POINTER(ctypes.c_int)),
+        type(ctypes.CFUNCTYPE(None)),
+    }
+)
+
+
+def _ctypes_class_method(bound: Any) -> bool:
+    owner = getattr(bound, "__self__", None)
+    return isinstance(owner, type) and type(owner) in _CTYPES_TYPES
+
+
+def _c_functions() -> dict[str, list[tuple[str, Any]]]:
+    """C functions by their ``__name__``: (label, check) pairs."""
+    found: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+    for name in ("tolist", "numpy", "data_ptr", "untyped_storage", "_storage", "storage"):
+        descriptor = _TensorBase.__dict__.get(name)
+        if descriptor is not None:
+            found[name].append((f"Tensor.{name}", _method(descriptor)))
+    functions = [
+        ("torch._C._to_dlpack", getattr(torch._C, "_to_dlpack", None)),
+        ("torch._C._to_dlpack_versioned", getattr(torch._C, "_to_dlpack_versioned", None)),
+        ("torch.from_numpy", torch.from_numpy),
+        ("torch.frombuffer", torch.frombuffer),
+        ("torch.from_file", torch.from_file),
+        ("UntypedStorage.from_file", torch.UntypedStorage.from_file),
+        ("UntypedStorage.from_buffer", torch.UntypedStorage.from_buffer),
+        ("sys.setprofile", sys.setprofile),
+        ("sys.settrace", sys.settrace),
+        ("sys.getprofile", sys.getprofile),
+        ("sys.gettrace", sys.gettrace),
+        ("gc.get_objects", gc.get_objects),
+        ("gc.get_referrers", gc.get_referrers),
+        ("gc.get_referents", gc.get_referents),
+    ]
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
+        functions.append((f"os.{name}", getattr(os, name, None)))
+    with contextlib.suppress(ImportError):
+        import _posixsubprocess
+
+        functions.append(("_posixsubprocess.fork_exec", _posixsubprocess.fork_exec))
+    for label, function in functions:
+        if function is not None:
+            found[function.__name__].append((label, _same(function)))
+    for name in ("from_address", "from_buffer", "from_buffer_copy"):
+        found[name].append((f"ctypes.{name}", _ctypes_class_method))
+    return dict(found)
+
+
+def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
+    """Python functions by the id of their code (kept alive here, so ids stay theirs)."""
+    functions: list[tuple[str, Any]] = [
+        (f"Tensor.{name}", _Tensor.__dict__.get(name))
+        for name in (
+            "__array__",
+            "__dlpack__",
+            "storage",
+            "_typed_storage",
+            "__reduce_ex__",
+            "share_memory_",
+        )
+    ]
+    interface = _Tensor.__dict__.get("__cuda_array_interface__")
+    functions.append(("Tensor.__cuda_array_interface__", getattr(interface, "fget", None)))
+    serialization = torch.serialization
+    functions += [
+        ("torch.save", serialization.save),
+        ("torch.save", getattr(serialization, "_save", None)),
+        ("torch.save", getattr(serialization, "_legacy_save", None)),
+        ("torch.from_dlpack", getattr(torch, "from_dlpack", None)),
+        ("ctypes.string_at", ctypes.string_at),
+        ("ctypes.wstring_at", ctypes.wstring_at),
+        ("ctypes.cast", ctypes.cast),
+        ("threading.setprofile", threading.setprofile),
+        ("threading.settrace", threading.settrace),
+    ]
+    codes = {}
+    for label, function in functions:
+        code = getattr(function, "__code__", None)
+        if isinstance(code, types.CodeType):
+            codes[id(code)] = (label, code)
+    return codes
+
+
+TAMPERING = frozenset(
+    {
+        "sys.setprofile",
+        "sys.settrace",
+        "sys.getprofile",
+        "sys.gettrace",
+        "threading.setprofile",
+        "threading.settrace",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "os.fork",
+        "os.forkpty",
+        "os.posix_spawn",
+        "os.posix_spawnp",
+        "os.system",
+        "_posixsubprocess.fork_exec",
+    }
+)
+
+_C_FUNCTIONS = _c_functions()
+_PYTHON_FUNCTIONS = _python_functions()
+
+
+def _codes_of(filename: str) -> set[types.CodeType]:
+    """Every code object compiled from a file (empty when it cannot be read)."""
+    try:
+        source = Path(filename).read_bytes()
+        top = _compile(source, filename, "exec", dont_inherit=True)
+    except Exception:
+        return set()
+    found: set[types.CodeType] = set()
+    pending = [top]
+    while pending:
+        code = pending.pop()
+        found.add(code)
+        pending += [item for item in code.co_consts if isinstance(item, types.CodeType)]
+    return found
+
+
+class Watch:
+    """The profile hook and what it saw. Used by the runner only; its records are kept
+    in the hook's closure rather than in this module's globals."""
+
+    def __init__(self) -> None:
+        self.where = "at import"  # for findings
+        self.imported: dict[str, int] = {}
+        self.warmup: list[dict[str, int]] = []
+        self.steps: list[dict[str, int]] = []
+        self.counts = self.imported  # where reads go now
+        self.violations: list[str] = []
+        self.unwatched_steps: list[int] = []
+        self.watched: set[int] = set()
+        self.active = False
+        self._verdicts: dict[int, tuple[types.CodeType, bool]] = {}
+        self._genuine: dict[str, set[types.CodeType]] = {}
+        self.hook = self._make_hook()
+        self.thread_hook = self._make_thread_hook()
+
+    def _programs(self, code: types.CodeType) -> bool:
+        """Whether code is the program's (anything but torch's or the runner's own)."""
+        verdict = self._verdicts.get(id(code))
+        if verdict is not None:
+            return verdict[1]
+        filename = code.co_filename
+        programs = True
+        if filename.startswith(TRUSTED_ROOTS):
+            codes = self._genuine.get(filename)
+            if codes is None:
+                codes = self._genuine[filename] = _codes_of(filename)
+            programs = code not in codes
+        self._verdicts[id(code)] = (code, programs)
+        return programs
+
+    def _record(self, label: str) -> None:
+        if label in TAMPERING:
+            finding = f"the program called {label} ({self.where}): it may blind the runner's watch"
+            if finding not in self.violations and len(self.violations) < 20:
+                self.violations.append(finding)
+            return
+        self.counts[label] = self.counts.get(label, 0) + 1
+
+    def _make_hook(self) -> Any:
+        c_functions, python_functions = _C_FUNCTIONS, _PYTHON_FUNCTIONS
+        setprofile = _setprofile
+
+        def hook(frame: types.FrameType, event: str, arg: Any) -> None:
+            if not self.active:  # a thread still hooked after the watch ended
+                setprofile(None)
+                return
+            if event == "c_call":
+                checks = c_functions.get(arg.__name__)
+                if checks is None:
+                    return
+                label = next((name for name, check in checks if check(arg)), None)
+                if label is None:
+                    return
+                caller: types.FrameType | None = frame
+            elif event == "call":
+                entry = python_functions.get(id(frame.f_code))
+                if entry is None:
+                    return
+                label, caller = entry[0], frame.f_back
+            else:
+                return
+            if caller is None or self._programs(caller.f_code):
+                self._record(label)
+
+        return hook
+
+    def _make_thread_hook(self) -> Any:
+        def thread_hook(frame: types.FrameType, event: str, arg: Any) -> None:
+            self.watched.add(_get_ident())
+            _setprofile(self.hook)
+            self.hook(frame, event, arg)
+
+        return thread_hook
+
+    def start(self, warmup: int, steps: int) -> None:
+        """On, before the program is imported."""
+        self.warmup = [{} for _ in range(warmup)]
+        self.steps = [{} for _ in range(steps)]
+        self.watched = {_get_ident()}
+        self.active = True
+        _threading_setprofile(self.thread_hook)
+        _setprofile(self.hook)
+
+    def begin_warmup(self, index: int) -> None:
+        self.where, self.counts = f"in warm-up call {index}", self.warmup[index]
+
+    def begin_step(self, k: int) -> None:
+        self.where, self.counts = f"in step {k}", self.steps[k]
+
+    def end_step(self, k: int) -> None:
+        """After profiled step k's call: the hook still in place, no unwatched thread."""
+        self.where, self.counts = "between the steps", {}
+        if _getprofile() is not self.hook:
+            self.violations.append(
+                f"the runner's profile hook was removed or replaced during step {k}"
+            )
+            _setprofile(self.hook)
+        alive = set(_current_frames())
+        if alive - self.watched - {_main_ident}:
+            self.unwatched_steps.append(k)
+
+    def stop(self) -> None:
+        """Off: after the last profiled step (or when the run failed)."""
+        self.active = False
+        _setprofile(None)
+        _threading_setprofile(None)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "import": dict(self.imported),
+            "warmup": [dict(counts) for counts in self.warmup],
+            "steps": [dict(counts) for counts in self.steps],
+            "unwatched_steps": list(self.unwatched_steps),
+        }
