@@ -16,13 +16,13 @@ experts see.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import orjson
 
+from .evidence import EvidenceIndex
 from .spec import MAX_ANSWER_BYTES, FieldRule, ProfilingSpec, json_path
 
 ANSWER_CHARS = 500  # of a solver's value, quoted in the report
@@ -30,7 +30,6 @@ ANSWER_DEPTH = 3  # of a solver's nested value, kept in the report
 # The longest array an answer may hold: JSON Schema's uniqueItems compares every pair
 # of items it cannot sort, so a long array of mixed items would take minutes.
 MAX_ARRAY_ITEMS = 2000
-_RANK_PREFIX = re.compile(r"rank(0|[1-9][0-9]{0,5})/", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -76,33 +75,6 @@ class AnswerScore:
     @property
     def hits(self) -> int:
         return sum(f.hit for f in self.fields)
-
-
-class EvidenceIndex:
-    """Which evidence ids name events of a task's traces: ``corr:<n>``, ``ext:<n>`` or
-    ``ev:<i>``, with ``rank<r>/`` before them when the task has several traces."""
-
-    def __init__(self, traces: Sequence[Any]) -> None:
-        self.traces = list(traces)
-
-    def events(self, evidence_id: str) -> frozenset[tuple[int, int]]:
-        """The (trace, event index) pairs an id names; empty when it names none (an
-        id spelled any other way than the canonical one names none)."""
-        if not isinstance(evidence_id, str):
-            return frozenset()
-        rank, local = 0, evidence_id
-        if len(self.traces) > 1:
-            match = _RANK_PREFIX.match(evidence_id)
-            if match is None:
-                return frozenset()
-            rank, local = int(match.group(1)), evidence_id[match.end() :]
-            if rank >= len(self.traces):
-                return frozenset()
-        try:
-            found = self.traces[rank].events_for_id(local)
-        except (KeyError, ValueError):
-            return frozenset()
-        return frozenset((rank, int(index)) for index in found)
 
 
 def parse_answer(data: bytes) -> tuple[Any, str]:

@@ -388,7 +388,7 @@ def _check_key_events(
     rules: Sequence[FieldRule], key: Mapping[str, Any], key_path: str, traces: Sequence[Any]
 ) -> None:
     """Every evidence id of the key names an event of the traces."""
-    from .scoring import EvidenceIndex
+    from .evidence import EvidenceIndex
 
     index = EvidenceIndex(traces)
     for rule in rules:

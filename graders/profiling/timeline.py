@@ -89,7 +89,7 @@ def cited_positions(traces: Sequence[Trace], rank: int, evidence: Iterable[Any])
     """The ``traceEvents`` positions of the ``rank``-th trace that evidence ids name
     (``rank<r>/`` first when the task has several traces); ids naming other
     traces or nothing are left out."""
-    from .scoring import EvidenceIndex
+    from .evidence import EvidenceIndex
 
     index = EvidenceIndex(traces)
     positions: set[int] = set()
