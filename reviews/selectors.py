@@ -13,7 +13,7 @@ import json
 import random
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from itertools import combinations
+from itertools import combinations, zip_longest
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
@@ -45,6 +45,7 @@ AnyUser = AbstractBaseUser | AnonymousUser
 LOG_CHARS = 8000
 MAX_TRIALS = 200
 FIX_DIFF_CHARS = 200_000
+PROFILE_ROWS = 15
 PAIR_POOL = 30  # most recent accepted submissions per task version considered for pairs
 PAIR_VERSIONS = 20
 SKIP_MEMORY = timedelta(hours=1)  # a skipped item comes back last for this long
@@ -251,7 +252,49 @@ def reviewer_report(report: Mapping[str, Any]) -> dict[str, Any]:
         # A profiling answer: each field beside the key's value (reviewers may see the
         # key), the scores, and the free-text fields the rubric's human criteria judge.
         "answer": _answer(report) if isinstance(report.get("fields"), list) else None,
+        # A kernel grading's trace summary (advisory): top operators, submission beside
+        # reference (reviewers may see what the reference does).
+        "profile": _profile(report.get("profile")),
     }
+
+
+def _profile(profile: Any) -> dict[str, Any] | None:
+    if not isinstance(profile, Mapping):
+        return None
+    sides: dict[str, dict[str, Any]] = {}
+    for name in ("submission", "reference"):
+        side = profile.get(name)
+        side = side if isinstance(side, Mapping) else {}
+        operators = side.get("operators")
+        sides[name] = {
+            "operators": [
+                {
+                    "name": _tail(op.get("name"), 200),
+                    "count": _number(op.get("count")),
+                    "self_cpu_s": _micro(op.get("self_cpu_us")),
+                    "self_cuda_s": _micro(op.get("self_cuda_us")),
+                }
+                for op in (operators if isinstance(operators, list) else [])[:PROFILE_ROWS]
+                if isinstance(op, Mapping)
+            ],
+            "cpu_s": _micro(side.get("cpu_us_per_call")),
+            "outside_s": _micro(side.get("outside_us_per_call")),
+            "ops": _number(side.get("ops_per_call")),
+            "launches": _number(side.get("launches_per_call")),
+            "note": _tail(side.get("note"), 500),
+        }
+    rows = list(zip_longest(sides["submission"]["operators"], sides["reference"]["operators"]))
+    return {
+        "calls": _number(profile.get("calls")),
+        "cuda": profile.get("device") == "cuda",
+        "rows": rows,
+        **sides,
+    }
+
+
+def _micro(value: Any) -> float | None:
+    number = _number(value)
+    return None if number is None else number / 1e6
 
 
 def _answer(report: Mapping[str, Any]) -> dict[str, Any]:

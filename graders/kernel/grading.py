@@ -60,6 +60,8 @@ from .harness.protocol import (
 )
 from .inputs import Placed, place
 from .outputs import overlaps
+from .profile import attach as attach_profile
+from .profile import keeps_verdict
 from .report import GradeReport, TimingResult, TrialResult, Verdict
 from .rules import (
     NEEDS_CUDA_ERRORS,
@@ -254,6 +256,7 @@ class _Grading:
         self.reference_ran = False
         self.baseline = (0, 0)
         self.concluded = False
+        self.profile_started = False  # the trace summary for reviewers began (``profile``)
 
     # -- outcome ------------------------------------------------------------------
 
@@ -284,6 +287,8 @@ class _Grading:
             self._full_audit("after the timed calls")
             self.report.timing = timing
             self.conclude(Verdict.ACCEPTED, self._accepted_reason(timing))
+            # Only now, with every timed batch and the audit done: advisory, never raises.
+            attach_profile(self)
         except Stop as stop:
             self.conclude(stop.verdict, stop.reason, stop.notes)
         except SideFailure as failure:
@@ -385,6 +390,13 @@ class _Grading:
             return
         self.report.logs = {"stdout": _tail(result.stdout), "stderr": _tail(result.stderr)}
         limit = limit_verdict(result)
+        if limit and keeps_verdict(self, result.limit_exceeded):
+            # Hit while profiling for reviewers, after the verdict: the summary is advisory.
+            self.report.operator_notes += (
+                f"\nthe submission's process hit its {result.limit_exceeded} limit after the "
+                "verdict, while profiled for the trace summary: verdict kept"
+            )
+            limit = None
         # The wall limit ran out (the sandbox's, or the grader's own deadline), rather
         # than a call's timeout or the CPU time limit, which are the submission's alone.
         wall_ran_out = (

@@ -42,6 +42,16 @@ TIMING_FIELDS = (
 # Never a trial's seed or message: a reference's own check may print expected values.
 TRIAL_FIELDS = ("shape", "trial", "ok", "max_abs_error", "max_rel_error", "shapes", "dtypes")
 MAX_TRIALS = 200
+# The trace summary (``graders.kernel.profile``): a side's figures and its operators'.
+PROFILE_SIDE_FIELDS = (
+    "distinct_operators",
+    "cpu_us_per_call",
+    "outside_us_per_call",
+    "ops_per_call",
+    "launches_per_call",
+    "note",
+)
+PROFILE_OPERATOR_FIELDS = ("name", "count", "self_cpu_us", "self_cuda_us", "total_cpu_us")
 
 _FIELD_PREFIX = re.compile(
     r"^([A-Za-z_][\w-]*(?:\[\d+\])*(?:\.[\w-]+(?:\[\d+\])*)*):\s+(.+)$", re.DOTALL
@@ -78,6 +88,29 @@ def _timing_line(timing: Mapping[str, Any]) -> str:
         f"{timing.get('timing_mode')} on {timing.get('shape')!r}: reference {ref_ms:.4g} ms, "
         f"submission {sub_ms:.4g} ms, speedup {speedup:.3g}x [{low:.3g}, {high:.3g}] ({note})"
     )
+
+
+def _public_profile(profile: Any) -> dict[str, Any] | None:
+    """The trace summary a solver may see: the operators of their own code, and the
+    reference's only where the task shows its reference (else they would tell what a
+    hidden file does)."""
+    if not isinstance(profile, Mapping):
+        return None
+    public: dict[str, Any] = pick(profile, ("calls", "device"))
+    shown = ("reference", "submission") if profile.get("reference_public") is True else ()
+    for side in shown or ("submission",):
+        figures = profile.get(side)
+        if not isinstance(figures, Mapping):
+            continue
+        operators = figures.get("operators")
+        public[side] = {
+            **pick(figures, PROFILE_SIDE_FIELDS),
+            "operators": [
+                pick(op, PROFILE_OPERATOR_FIELDS)
+                for op in (operators if isinstance(operators, list) else [])[:50]
+            ],
+        }
+    return public
 
 
 def _internal(reason: str) -> dict[str, Any]:
@@ -252,6 +285,7 @@ class KernelKind(TaskKind):
             "timing": public_timing,
             "harness_version": str(report.get("harness_version") or ""),
             "checked_calls": report.get("checked_calls"),
+            "profile": _public_profile(report.get("profile")),
         }
 
     def metric_values(self, report: Mapping[str, Any]) -> dict[str, float | None]:

@@ -123,6 +123,8 @@ class GradeReport:
     phases: dict[str, float] = field(default_factory=dict)
     checked_calls: int = 0  # every call whose output was compared, timed ones included
     operator_notes: str = ""  # may quote hidden files: never shown to solvers
+    # The trace summary for reviewers (``graders.kernel.profile``): empty when not profiled.
+    profile: dict[str, Any] = field(default_factory=dict)
 
     @property
     def speedup(self) -> float | None:
@@ -153,6 +155,7 @@ class GradeReport:
                 "phases": dict(self.phases),
                 "checked_calls": self.checked_calls,
                 "operator_notes": _capped(self.operator_notes, TEXT_CAPS["operator_notes"]),
+                "profile": dict(self.profile) if self.profile else None,
             }
         )
 
@@ -173,4 +176,5 @@ class GradeReport:
             phases=dict(data.get("phases", {})),
             checked_calls=int(data.get("checked_calls", 0)),
             operator_notes=data.get("operator_notes", ""),
+            profile=dict(data.get("profile") or {}),
         )

@@ -4,7 +4,8 @@ Started inside the sandbox (see ``graders.kernel.grading`` for the command line)
 It imports torch, captures the functions it relies on, reports ``hello``,
 and only then, on ``load``, imports the problem module: the reference in one
 sandbox, the submission in another. Commands (``op``): load, setup, generate
-(reference only), call, audit, check (reference only), profile, bye. Each
+(reference only), call, audit, check (reference only), profile, profile_ops
+(a trace summary for reviewers, after the verdict), bye. Each
 reply echoes the command's ``seq``.
 
 A ``call`` runs the problem once on inputs the grader has just written into
@@ -191,6 +192,21 @@ class Harness:
             )
         }
 
+    def profile_ops(self, header: dict[str, Any], _blobs: list[memoryview]) -> dict[str, Any]:
+        """A trace summary of a few more calls of the last inputs, after the verdict."""
+        if self.last_args is None:
+            raise ProtocolError("no call to profile yet")
+        calls = min(max(1, int(header.get("calls", 1))), 100)
+        top = min(max(1, int(header.get("top", 15))), 50)
+        self.kept = []
+        try:
+            summary = runner.profile_operators(
+                self._problem(), self.last_args, self.timer, calls, top
+            )
+        except BaseException as exc:
+            raise runner.HarnessFailure("profile", exc) from None
+        return {"summary": summary}
+
     def check(self, header: dict[str, Any], blobs: list[memoryview]) -> dict[str, Any]:
         problem = self._problem()
         results = []
@@ -249,6 +265,7 @@ class Harness:
             "call": self.call,
             "audit": self.audit_batch,
             "profile": self.profile,
+            "profile_ops": self.profile_ops,
             "check": self.check,
         }
         while True:

@@ -37,7 +37,7 @@ from typing import Any, TypeGuard
 
 import torch
 
-HARNESS_VERSION = "2.2.1"
+HARNESS_VERSION = "2.3.0"
 
 MAX_HEADER_BYTES = 8 * 1024 * 1024
 MAX_TREE_NODES = 100_000
