@@ -58,9 +58,13 @@ from harness.runner import describe, import_file, seed_everything
 from profile_runner.watch import Watch
 from torch._C._profiler import _ExperimentalConfig
 
-PROGRAM_ROOT = Path("/work/program")
-TASK_ROOT = Path("/work/task")
-TRACE_PATH = Path("/work/out/trace.json")
+# The sandbox starts the runner in its work dir (/work); read from there rather than
+# from a fixed path, so that the same runner works where the work dir lies elsewhere
+# (the unsandboxed backend of bench/gpu_profiling.py).
+WORKDIR = Path.cwd()
+PROGRAM_ROOT = WORKDIR / "program"
+TASK_ROOT = WORKDIR / "task"
+TRACE_PATH = WORKDIR / "out" / "trace.json"
 STEP_NAME = "ProfilerStep#{k}"
 CANARY_NAME = "bw_canary#{k}/{nonce}"
 
