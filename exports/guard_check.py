@@ -44,7 +44,7 @@ CATALOG = ROOT / "reference_solutions"
 HONEST = ROOT / "tests" / "exports" / "corpus" / "honest"
 # What an honest file is submitted as: a kernel's solution module, or a
 # debugging task's fix (a diff).
-SUBMITTED_AS = {".py": "solution.py", ".diff": "fix.diff"}
+SUBMITTED_AS = {".py": "solution.py", ".diff": "fix.diff", ".json": "answer.json"}
 
 
 @dataclass
