@@ -21,9 +21,11 @@ database credentials.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -44,6 +46,23 @@ NETWORKS: tuple[Network, ...] = ("none", "loopback")
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
+
+
+def python_env(workdir: str, *, threads: int = 1, tmpdir: str = "/tmp") -> dict[str, str]:  # noqa: S108
+    """The environment every sandboxed Python process starts from: this interpreter's
+    tools on PATH, home and caches in the work dir, the sandbox's private tmp, and
+    BLAS/OpenMP pinned to ``threads``. Graders add what their runner needs."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": workdir,
+        "TMPDIR": tmpdir,
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "OPENBLAS_NUM_THREADS": str(threads),
+        "XDG_CACHE_HOME": f"{workdir}/.cache",
+    }
 
 
 class SandboxError(Exception):

@@ -45,7 +45,7 @@ from graders.kernel.side import Side, SideFailure, clean_text
 from graders.kernel.spec import Tolerance
 from graders.reports import storable
 from graders.verdicts import Verdict
-from sandboxes.base import Limits, RunRequest, Sandbox, SandboxError
+from sandboxes.base import Limits, RunRequest, Sandbox, SandboxError, python_env
 
 from .fix import AppliedFix, FixRefused, apply_fix
 from .spec import DebugSpec, TestId
@@ -134,19 +134,11 @@ MALLOC_ENV = {
 
 def _env(spec: DebugSpec) -> dict[str, str]:
     return {
+        **python_env(WORKDIR),
         **MALLOC_ENV,
-        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": WORKDIR,
-        "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's own private tmpfs
-        "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
         "TRITON_INTERPRET": "1",
         "TRITON_CACHE_DIR": f"{WORKDIR}/.triton",
         "TRITON_HOME": WORKDIR,
-        "XDG_CACHE_HOME": f"{WORKDIR}/.cache",
     }
 
 

@@ -46,7 +46,16 @@ import torch
 
 from sandboxes import hardware as host_hardware
 from sandboxes import procstat
-from sandboxes.base import GiB, Limits, MiB, RunRequest, RunResult, Sandbox, SandboxError
+from sandboxes.base import (
+    GiB,
+    Limits,
+    MiB,
+    RunRequest,
+    RunResult,
+    Sandbox,
+    SandboxError,
+    python_env,
+)
 from sandboxes.cgroups import FreezeTimeout
 
 from .batch import MMAP_THRESHOLD_BYTES, OTHER_THREADS_SLACK_S, Batch, BatchStop, Call, run_batch
@@ -506,20 +515,12 @@ class _Grading:
     def _env(self) -> dict[str, str]:
         threads = str(self.threads)
         env = {
-            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": WORKDIR,
-            "TMPDIR": INNER_TMP,
-            "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "OMP_NUM_THREADS": threads,
-            "MKL_NUM_THREADS": threads,
-            "OPENBLAS_NUM_THREADS": threads,
+            **python_env(WORKDIR, threads=self.threads, tmpdir=INNER_TMP),
             "BENCHWRIGHT_THREADS": threads,
             "MAX_JOBS": threads,
             "TORCH_EXTENSIONS_DIR": f"{WORKDIR}/.torch_extensions",
             "TRITON_CACHE_DIR": f"{WORKDIR}/.triton",
             "TRITON_HOME": WORKDIR,
-            "XDG_CACHE_HOME": f"{WORKDIR}/.cache",
             "TORCHINDUCTOR_COMPILE_THREADS": "1",  # no pool of compile workers left running
             # torch.compile's precompiled header is over 150 MB: past a sandbox's file size
             # limit, and it saves nothing for a single compile.

@@ -178,7 +178,7 @@ from graders.kernel.harness.protocol import (
 )
 from graders.kernel.side import Reply, Side, SideFailure, clean_error, clean_text
 from graders.kernel.spec import Tolerance
-from sandboxes.base import Limits, RunRequest, RunResult, Sandbox, SandboxError
+from sandboxes.base import Limits, RunRequest, RunResult, Sandbox, SandboxError, python_env
 from sandboxes.cgroups import FreezeTimeout
 
 Signal = Literal["syncs", "launches", "step_time"]
@@ -690,18 +690,8 @@ def _items(node: Any) -> list[Any]:
 
 
 def _env() -> dict[str, str]:
-    return {
-        **MALLOC_ENV,  # the kernel kind's: freed memory kept, so timings repeat
-        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-        "HOME": WORKDIR,
-        "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's own private tmpfs
-        "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "XDG_CACHE_HOME": f"{WORKDIR}/.cache",
-    }
+    # MALLOC_ENV is the kernel kind's: freed memory kept, so timings repeat.
+    return {**python_env(WORKDIR), **MALLOC_ENV}
 
 
 def _request(

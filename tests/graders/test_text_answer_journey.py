@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from tasks.models import Task, TaskStatus, ValidationRun, ValidationStatus
 from tests import factories
 from tests.api.conftest import bearer
 from tests.exports.conftest import all_rows, build, define, exporter, snapshot_folder
+from tests.journey.api import graded, submit, wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -42,38 +42,8 @@ BUNDLE = Path(__file__).resolve().parent / "bundles" / "capital-of-france"
 KEY = "Paris"
 
 
-def wait(check: Any, what: str, timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"{what}: still waiting after {timeout}s")
-
-
-def submit(client: Any, answer: str) -> int:
-    response = client.post(
-        "/api/v1/submissions/",
-        {
-            "task": "capital-of-france",
-            "model": "model-a",
-            "run_id": "quiz-1",
-            "files": [{"path": "answer.txt", "content": answer}],
-        },
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return int(response.json()["id"])
-
-
-def graded(client: Any, pk: int, timeout: float = 120) -> dict[str, Any]:
-    """The submission as the API shows it once its grading has ended."""
-
-    def done() -> dict[str, Any] | None:
-        body = client.get(f"/api/v1/submissions/{pk}/").json()
-        return body if body["status"] in ("graded", "awaiting_review", "failed") else None
-
-    return wait(done, f"submission {pk}", timeout)
+def answer(client: Any, text: str) -> int:
+    return submit(client, "capital-of-france", {"answer.txt": text}, run_id="quiz-1")
 
 
 def test_a_kind_defined_only_in_the_tests_goes_the_whole_way(
@@ -123,7 +93,7 @@ def test_a_kind_defined_only_in_the_tests_goes_the_whole_way(
     assert "key.txt" not in json.dumps(detail) and KEY not in json.dumps(detail)
 
     # Submissions over the API, graded by the worker through the registry.
-    right, wrong = submit(client, "Paris\n"), submit(client, "Lyon\n")
+    right, wrong = answer(client, "Paris\n"), answer(client, "Lyon\n")
     right_body, wrong_body = graded(client, right), graded(client, wrong)
     assert right_body["verdict"] == "accepted" and wrong_body["verdict"] == "wrong_answer"
     assert right_body["grading"]["metrics"] == {"matched": 1.0}

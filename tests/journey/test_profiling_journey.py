@@ -30,7 +30,7 @@ from tasks.models import Task, TaskStatus, ValidationRun, ValidationStatus
 from tests import factories
 from tests.api.conftest import bearer
 from tests.exports.conftest import all_rows, build, define, exporter
-from tests.graders.test_text_answer_journey import graded, wait
+from tests.journey.api import graded, submit, wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -38,19 +38,8 @@ BUNDLE = Path(__file__).resolve().parents[2] / "reference_solutions" / "prof-hos
 SLUG = "prof-host-sync"
 
 
-def submit(client: Any, answer: str) -> int:
-    response = client.post(
-        "/api/v1/submissions/",
-        {
-            "task": SLUG,
-            "model": "model-a",
-            "run_id": "profiling-1",
-            "files": [{"path": "answer.json", "content": answer}],
-        },
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return int(response.json()["id"])
+def answer(client: Any, text: str) -> int:
+    return submit(client, SLUG, {"answer.json": text}, run_id="profiling-1")
 
 
 def test_a_profiling_task_goes_the_whole_way(celery_worker_process, tmp_path, settings):
@@ -108,7 +97,7 @@ def test_a_profiling_task_goes_the_whole_way(celery_worker_process, tmp_path, se
         assert secret not in text, secret
 
     # Answers over the API, graded by the worker.
-    right, wrong = submit(client, expert), submit(client, distractor)
+    right, wrong = answer(client, expert), answer(client, distractor)
     right_body, wrong_body = graded(client, right), graded(client, wrong)
     assert right_body["verdict"] == "accepted", right_body
     assert wrong_body["verdict"] == "wrong_answer", wrong_body

@@ -27,7 +27,7 @@ from tasks.models import Task, TaskStatus, ValidationRun, ValidationStatus
 from tests import factories
 from tests.api.conftest import bearer
 from tests.exports.conftest import all_rows, build, define, exporter
-from tests.graders.test_text_answer_journey import graded, wait
+from tests.journey.api import graded, submit, wait
 
 from .conftest import SOFTMAX
 
@@ -37,19 +37,8 @@ HONEST = Path(__file__).resolve().parents[2] / "exports" / "corpus" / "honest" /
 HIDDEN = ("test_softmax_hidden", "test_huge_logits", "test_float16_logits")
 
 
-def submit(client: Any, path: str, content: str) -> int:
-    response = client.post(
-        "/api/v1/submissions/",
-        {
-            "task": SOFTMAX.name,
-            "model": "model-a",
-            "run_id": "debug-1",
-            "files": [{"path": path, "content": content}],
-        },
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return int(response.json()["id"])
+def fix(client: Any, path: str, content: str) -> int:
+    return submit(client, SOFTMAX.name, {path: content}, run_id="debug-1")
 
 
 def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, settings):
@@ -92,13 +81,13 @@ def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, se
     assert not [name for name in (*HIDDEN, "fix.diff") if name in detail.content.decode()]
 
     # Fixes as a model sends them: a diff written its own way, and a whole file.
-    diff = submit(client, "fix.diff", (HONEST / "logsumexp.diff").read_text())
+    diff = fix(client, "fix.diff", (HONEST / "logsumexp.diff").read_text())
     source = (SOFTMAX / "repo" / "softmax.py").read_text()
     clamped = source.replace(
         "weights = torch.exp(logits)", "weights = torch.exp(logits.clamp(max=80.0))"
     )
     assert clamped != source
-    whole_file = submit(client, "softmax.py", clamped)
+    whole_file = fix(client, "softmax.py", clamped)
     right, wrong = graded(client, diff, timeout=300), graded(client, whole_file, timeout=300)
     assert right["verdict"] == "accepted", right["grading"]
     assert wrong["verdict"] == "wrong_answer", wrong["grading"]
@@ -158,7 +147,7 @@ def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, se
 
     # A second accepted fix, which the reviewer scores lower: the two make a
     # preference pair, and both reviews are critique rows. The fix is the completion.
-    other = submit(client, "fix.diff", (HONEST / "max_subtracted.diff").read_text())
+    other = fix(client, "fix.diff", (HONEST / "max_subtracted.diff").read_text())
     assert graded(client, other, timeout=300)["verdict"] == "accepted"
     slot = review_services.assignment_claim_next(reviewer=reviewer)
     assert slot is not None and slot.submission_id == other
