@@ -181,13 +181,25 @@ def _us(value: Any) -> float:
     return float(value)
 
 
+# The limits whose breach ends the process when it happens (memory, CPU and wall time,
+# too many processes: the supervisor kills the sandbox).
+KILLS_AT_ONCE = frozenset({"wall_time", "cpu_time", "memory", "processes"})
+
+
 def keeps_verdict(grading: _Grading, limit: str | None) -> bool:
     """Whether a limit the submission's sandbox reports is the profile's doing, and so
     leaves the verdict alone: the verdict was accepted before the profile began, and
     the limit is one that kills at once (had it been hit earlier, the process would
-    not have answered the audit after the timed calls)."""
+    not have answered the audit after the timed calls).
+
+    Not the output and file size limits: the sandbox keeps a process running past
+    its output cap, and a write past the file size limit fails (Python ignores
+    SIGXFSZ) without ending it; both are reported at the end, so when they were
+    reached cannot be told. A submission that floods its output while profiled
+    (through a copy of fd 1 made before the harness silenced it, say) loses its
+    verdict by its own doing; it cannot gain one."""
     return (
         grading.profile_started
         and grading.report.verdict == Verdict.ACCEPTED
-        and limit in ("wall_time", "cpu_time", "memory")
+        and limit in KILLS_AT_ONCE
     )

@@ -8,7 +8,8 @@ sandboxes of their own; this module turns what it measured into a verdict:
 
 - ``accepted``: the outputs match the original program's on secret inputs and
   the planted signal dropped, significantly, to at most ``max_ratio`` of the
-  original's per step;
+  original's (per call over the whole run for syncs and launches, per step for
+  step time);
 - ``wrong_answer``: the outputs differ, or the signal did not drop enough;
 - ``integrity_violation``: the program tampered with the profiler (a missing
   step or canary, a replaced profiler function or ``Tensor.item``);
@@ -60,8 +61,8 @@ ERROR_VERDICTS = {
     "output_limit": Verdict.OUTPUT_LIMIT_EXCEEDED,
 }
 SIGNAL_WORDS = {
-    "syncs": "host syncs per step",
-    "launches": "operator launches per step",
+    "syncs": "host syncs per call",
+    "launches": "operator launches per call",
     "step_time": "step time",
 }
 

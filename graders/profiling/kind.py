@@ -40,6 +40,8 @@ PUBLIC_FIX_KEYS = (
 )
 PUBLIC_SIDE_KEYS = (
     "signal_per_step",
+    "signal_per_call",
+    "signal_outside_steps",
     "syncs_per_step",
     "launches_per_step",
     "step_times_s",
@@ -68,6 +70,15 @@ def _mean(values: Any) -> float | None:
         return None
     numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
     return round(sum(numbers) / len(numbers), 4) if len(numbers) == len(values) else None
+
+
+def _signal(side: Mapping[str, Any]) -> float | None:
+    """A side's signal: per call over its whole run (syncs, launches), or the mean of
+    its step windows (step time)."""
+    per_call = side.get("signal_per_call")
+    if isinstance(per_call, int | float) and not isinstance(per_call, bool):
+        return round(float(per_call), 4)
+    return _mean(side.get("signal_per_step"))
 
 
 def _public_fix(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,7 +133,7 @@ class ProfilingKind(TaskKind):
             "signal_ratio",
             "x",
             "lower",
-            "re-profile: the changed program's planted signal per step over the original's",
+            "re-profile: the changed program's planted signal over the original's",
         ),
         Metric("reference_signal", "", "lower", "re-profile: the original program's signal"),
         Metric("submission_signal", "", "lower", "re-profile: the changed program's signal"),
@@ -302,7 +313,7 @@ class ProfilingKind(TaskKind):
 
     def public_details(self, report: Mapping[str, Any]) -> dict[str, Any]:
         """The scores, and per field whether it hit, its score and why: never the key's
-        value (``expected``). Of a re-profiling: the signal per step on both sides, the
+        value (``expected``). Of a re-profiling: the signal on both sides, the
         operators the changed program called most, its error; never the secret seed
         nor what the original program printed."""
         if report.get("form") == "reprofile":
@@ -335,8 +346,8 @@ class ProfilingKind(TaskKind):
         fix = _fix(report)
         return {
             "signal_ratio": report_number(fix, "signal_ratio"),
-            "reference_signal": _mean(_side(fix, "reference").get("signal_per_step")),
-            "submission_signal": _mean(_side(fix, "submission").get("signal_per_step")),
+            "reference_signal": _signal(_side(fix, "reference")),
+            "submission_signal": _signal(_side(fix, "submission")),
             "strict_score": report_number(score, "strict"),
             "partial_score": report_number(score, "partial"),
             "fields_hit": report_number(score, "fields_hit"),
@@ -350,7 +361,7 @@ class ProfilingKind(TaskKind):
         if fix:
             values = self.metric_values(report)
             lines.append(
-                f"signal:      {report.get('signal')}: {values['reference_signal']} per step"
+                f"signal:      {report.get('signal')}: {values['reference_signal']}"
                 f" -> {values['submission_signal']} (ratio {values['signal_ratio']},"
                 f" at most {report.get('max_ratio')} wanted)"
             )

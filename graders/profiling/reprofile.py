@@ -16,22 +16,33 @@ How a grading runs
    into both; the reference's sandbox holds only the reference program, the
    submission's only the submission.
 2. ``run``, the reference first, then the submission, each while the other
-   sandbox is frozen: every input is made from seeds derived from the secret
-   one before the program is imported; the profiler starts before the import;
-   warm-up steps, then ``steps`` profiled steps, each a ``ProfilerStep#k``
-   window closed by the runner's canary op; then one unprofiled call on the
-   grading's seed.
+   sandbox is frozen: the inputs of the warm-up calls and the profiled steps
+   are made from seeds derived from the secret one before the program is
+   imported; the profiler starts before the import; the runner's
+   ``bw_program/<nonce>`` window spans the import, the warm-up calls and the
+   ``steps`` profiled steps, each a ``ProfilerStep#k`` window closed by the
+   runner's canary op. The reply carries the sha256 of the trace the runner
+   wrote, before any program code runs again. Then ``check``: one unprofiled
+   call on the grading's seed, whose inputs are made only then.
 3. For ``step_time`` only: ``repeats`` timed batches per side, in pairs that
    alternate which side goes first (reference, submission, submission,
-   reference, ...), each measured from outside while the other side is frozen.
-4. Every call's outputs come back packed (the kernel harness's protocol) and
-   are compared here, call by call, within the task's per-dtype tolerances
-   (``graders.kernel.compare``). Each trace is collected from the sandbox's
-   work dir after it has ended and parsed here, with bounds.
+   reference, ...), each measured from outside while the other side is
+   frozen; a batch's seeds come with its command, so its inputs do not exist
+   before it.
+4. Every call's outputs are copied out as soon as the runner can (the profiled
+   steps' once the profiler has stopped), come back packed (the kernel
+   harness's protocol) and are compared here, call by call, within the task's
+   per-dtype tolerances (``graders.kernel.compare``). Each trace is collected
+   from the sandbox's work dir after it has ended, checked against the
+   digest the runner reported, and parsed here, with bounds.
 
-The signals, counted from each trace per ``ProfilerStep#k`` window (an event
-belongs to the step whose window holds its start, on any thread; what is
-nested in the runner's canary is left out):
+The signals, counted from each trace over the program's window (an event
+belongs to it when it starts inside it, on any thread; what is nested in the
+runner's canary is left out) and reported per ``ProfilerStep#k`` window too
+(an event belongs to the step whose window holds its start). ``syncs`` and
+``launches`` are scored per call: everything in the program's window,
+divided by the warm-up calls and steps, so that work moved to the import,
+into a warm-up call or between the steps still counts:
 
 - ``syncs``: host reads of a device value. The candidates are the ``cpu_op``
   events ``aten::_local_scalar_dense``, ``aten::item`` and
@@ -54,11 +65,12 @@ nested in the runner's canary is left out):
   thread the hook watches. A ctypes read counts twice: the address
   (``data_ptr``) and the read. On a CUDA host such a read also shows as a
   copy in the trace, so it may count twice there.
-- ``launches``: operators the program called, i.e. ``aten::`` ``cpu_op``
-  events with no ``aten::`` operator around them. Operators that one operator
-  calls inside itself are its implementation, not launches; autograd's engine
-  nodes (``autograd::engine::evaluate_function: ...``) are not ``aten::``
-  operators, so the backward pass's operators under them still count. Work
+- ``launches``: operators that run, i.e. ``aten::`` ``cpu_op`` events with
+  no ``aten::`` operator nested inside them (the innermost, as for syncs).
+  Counting what wraps instead would let a program hide a loop inside one
+  operator: an op of its own registered in the ``aten`` namespace, or a
+  tensor subclass whose ``__torch_dispatch__`` runs the loop under an
+  ordinary ``aten::alias``. Work
   done outside torch (NumPy on ``t.numpy()``, Python on ``t.tolist()``)
   launches no operator; any host read the hook sees in a profiled step of a
   ``launches`` task is therefore an integrity finding, not a count: counted
@@ -74,10 +86,11 @@ nested in the runner's canary is left out):
   a step-time task needs steps long enough, or enough of them, to show its.
   The repeats are batches in one process per side, not fresh processes.
 
-``signal_ratio`` is the submission's per-step signal over the reference's:
-mean counts for ``syncs`` and ``launches`` (``significant`` when every
-profiled step of the submission has fewer than every step of the reference:
-the counts are deterministic); for ``step_time``, the median of the pairs'
+``signal_ratio`` is the submission's signal over the reference's: per call
+over the run for ``syncs`` and ``launches`` (``significant`` when the
+submission's is lower and every profiled step of the submission has fewer
+than every step of the reference: the counts are deterministic); for
+``step_time``, the median of the pairs'
 ratios, significant when the sign-test interval of the pairs' log ratios lies
 wholly beyond ``MIN_EFFECT`` (six pairs or more), or, with fewer pairs, when
 the bootstrap intervals of the two sides' medians separate and the ratio is
@@ -87,9 +100,14 @@ Integrity
 ---------
 The submission shares its process with the profiler and can do anything to
 it. What counts is what the trace shows, checked here: exactly ``steps``
-windows named ``ProfilerStep#0`` ... ``#steps-1``, each holding exactly one
-canary window (``bw_canary#k/<nonce>``, the nonce fresh per grading) with the
-canary's ``aten::add`` in it. A profiler stopped, restarted or switched off at
+windows named ``ProfilerStep#0`` ... ``#steps-1`` inside exactly one program
+window, each holding exactly one canary window (``bw_canary#k/<nonce>``, the
+nonce fresh per grading) with the canary's ``aten::add`` in it and no other
+operator (work run inside the runner's op, by a dispatch mode or a kernel
+registered over ``aten::add``, would go uncounted). The trace must be the
+bytes whose digest the runner reported before the program ran again: one
+rewritten afterwards (events cut, or a file built to crash or swamp the
+parser) is a finding, never parsed. A profiler stopped, restarted or switched off at
 any point of the profiled steps loses a canary or a window: torch records
 nothing after the session ends, a new session has none of the earlier events,
 and CPU collection switched off (``_toggle_collection_dynamic``) cannot be
@@ -99,7 +117,10 @@ runner reports; restarting one inside a step window corrupted torch's heap
 here, a crash.) A trace that is missing or does not parse is a finding too. The
 runner adds what it sees in the process: the profiler's functions,
 ``Tensor.item`` and its kin replaced (identity against objects captured
-before the import), the profiler's session ended by someone else. Outputs of
+before the import), the profiler's session ended by someone else, a dispatch
+or torch-function mode active at a step's canary, a thread of the program
+still running when the profiler stops (it could change what the steps
+returned before they are copied, or work where no window counts it). Outputs of
 a type other than plain tensors, containers and scalars are a finding
 (``compare_outputs``).
 
@@ -122,8 +143,13 @@ no longer the profile function at a step's end. Findings against the submission 
 
 What is not covered: the trace is written by the submission's process, so a
 program that reads the runner's nonce out of its own memory and writes a
-complete forged trace is not caught by these checks; the outputs of every
-call are still checked, and step-time figures come from outside. The host
+complete forged trace during its steps (before the runner's digest) is not
+caught by these checks; the outputs of every call are still checked, and
+step-time figures come from outside. The runner's wrappers of the read
+methods live on ``torch.Tensor``; the C methods they wrap stay reachable
+(``torch._C.TensorBase.tolist``, the wrappers' globals), and called from C
+code (``map``) rather than from the interpreter such a method gives the hook
+no event. The host
 reads are reported by the same process: a program that edits the hook's
 records or swaps the hook out and back through the C API (ctypes'
 ``pythonapi``), which no Python-level call shows, is not caught. A view
@@ -149,6 +175,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import hashlib
 import math
 import random
 import re
@@ -204,6 +231,7 @@ OUTPUT_CHARS = 4000
 # Bounds on a trace (written by the submission's process): bytes and events parsed.
 MAX_TRACE_BYTES = 128 * MiB
 MAX_TRACE_EVENTS = 1_000_000
+MAX_CONTAINERS_PER_EVENT = 4
 MAX_NAME_CHARS = 1000
 # Kineto writes times in microseconds with three decimals: a child's end, rounded,
 # may pass its parent's by that much.
@@ -240,6 +268,7 @@ LIMIT_KINDS = {
 }
 KEPT_CATEGORIES = frozenset({"cpu_op", "user_annotation", "cuda_runtime"})
 STEP_PATTERN = re.compile(r"ProfilerStep#(\d{1,9})")
+PROGRAM_NAME = "bw_program/{nonce}"  # the runner's window around the program's run
 CANARY_OP = "aten::add"
 
 # A step-time speedup must clear this margin (as the kernel kind's does): two runs of
@@ -300,6 +329,10 @@ class SideMeasure:
     traceback: str = ""
     integrity: list[str] = field(default_factory=list)
     signal_per_step: list[float] = field(default_factory=list)
+    # The signal over the program's whole run (its import, warm-up calls and steps),
+    # per call: what the ratio is taken from, for syncs and launches.
+    signal_per_call: float | None = None
+    signal_outside_steps: int = 0  # of that, what fell outside the step windows
     syncs_per_step: list[int] = field(default_factory=list)
     launches_per_step: list[int] = field(default_factory=list)
     # Host reads outside the dispatcher, seen by the runner's hook (already in
@@ -403,8 +436,12 @@ class _Event:
 class TraceFacts:
     """What one trace shows: the signals per step, and findings that make it untrustworthy."""
 
-    syncs: list[int] = field(default_factory=list)
+    syncs: list[int] = field(default_factory=list)  # per profiled step window
     launches: list[int] = field(default_factory=list)
+    # In the program's window (its import, the warm-up calls, the steps and what lies
+    # between them), outside the step windows.
+    syncs_outside: int = 0
+    launches_outside: int = 0
     step_s: list[float] = field(default_factory=list)
     top: list[OperatorStat] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
@@ -422,6 +459,11 @@ def parse_trace(data: bytes) -> list[_Event]:
     """The complete events of the categories counted here, from a Chrome trace's bytes."""
     if len(data) > MAX_TRACE_BYTES:
         raise TraceTooLarge(f"the trace is {len(data)} bytes, over the {MAX_TRACE_BYTES} read")
+    # Each event is one object holding one small args object: many more JSON
+    # containers than that would make the parser build millions of empty ones.
+    containers = data.count(b"{") + data.count(b"[")
+    if containers > MAX_CONTAINERS_PER_EVENT * MAX_TRACE_EVENTS:
+        raise TraceTooLarge(f"the trace holds {containers} JSON objects and arrays, too many")
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -435,7 +477,8 @@ def parse_trace(data: bytes) -> list[_Event]:
     for raw in raw_events:
         if type(raw) is not dict:
             raise TraceError("an event is not an object")
-        if raw.get("ph") != "X" or raw.get("cat") not in KEPT_CATEGORIES:
+        category = raw.get("cat")
+        if raw.get("ph") != "X" or type(category) is not str or category not in KEPT_CATEGORIES:
             continue
         name, ts, dur = raw.get("name"), raw.get("ts"), raw.get("dur")
         if type(name) is not str or len(name) > MAX_NAME_CHARS:
@@ -443,7 +486,7 @@ def parse_trace(data: bytes) -> list[_Event]:
         if not (is_number(ts) and is_number(dur)) or dur < 0:
             raise TraceError(f"event {clean_text(name, 80)!r} has no valid ts and dur")
         thread = (_thread_id(raw.get("pid")), _thread_id(raw.get("tid")))
-        events.append(_Event(name, raw["cat"], thread, float(ts), float(ts) + float(dur)))
+        events.append(_Event(name, category, thread, float(ts), float(ts) + float(dur)))
     return events
 
 
@@ -457,7 +500,7 @@ class _Nesting:
     parent: list[int | None]
     step: list[int | None]  # the innermost ProfilerStep window around the event
     in_canary: list[bool]  # inside one of the runner's canary windows
-    under_operator: list[bool]  # inside an aten:: operator
+    holds_an_operator: list[bool]  # an aten:: operator is nested inside it
     holds_a_read: list[bool]  # a sync candidate is nested inside it
 
     @classmethod
@@ -484,15 +527,14 @@ class _Nesting:
             if above is not None:
                 nesting.step[index] = above if above in windows else nesting.step[above]
                 nesting.in_canary[index] = above in canaries or nesting.in_canary[above]
-                nesting.under_operator[index] = (
-                    _is_operator(events[above]) or nesting.under_operator[above]
-                )
         for index in reversed(order):
             above = parent[index]
-            if above is not None and (
-                nesting.holds_a_read[index] or _is_sync_candidate(events[index])
-            ):
+            if above is None:
+                continue
+            if nesting.holds_a_read[index] or _is_sync_candidate(events[index]):
                 nesting.holds_a_read[above] = True
+            if nesting.holds_an_operator[index] or _is_operator(events[index]):
+                nesting.holds_an_operator[above] = True
         return nesting
 
 
@@ -568,13 +610,47 @@ def _missing_canaries(
     ]
 
 
+def _program_window(events: Sequence[_Event], nonce: str) -> tuple[_Event | None, list[str]]:
+    """The runner's ``bw_program/<nonce>`` window, from the program's import to the end
+    of its last step, or the finding that it is not there exactly once."""
+    name = PROGRAM_NAME.format(nonce=nonce)
+    found = [e for e in events if e.cat == "user_annotation" and e.name == name]
+    if len(found) == 1:
+        return found[0], []
+    return None, [
+        f"the trace has {len(found)} windows of the program's run, expected one: "
+        "the profiler was not recording all the time"
+    ]
+
+
+def _work_in_canaries(events: Sequence[_Event], nesting: _Nesting) -> list[str]:
+    """A finding when a canary window holds any operator but the canary's own op, with
+    nothing nested in it: work run inside the runner's op (a dispatch mode, a kernel
+    registered over ``aten::add``) would otherwise go uncounted."""
+    foreign = [
+        index
+        for index, event in enumerate(events)
+        if nesting.in_canary[index]
+        and event.cat == "cpu_op"
+        and (event.name != CANARY_OP or nesting.holds_an_operator[index])
+    ]
+    if not foreign:
+        return []
+    names = sorted({events[index].name for index in foreign})[:5]
+    return [
+        f"work ran inside the runner's canary op ({len(foreign)} operator event(s): "
+        f"{', '.join(clean_text(n, 80) for n in names)})"
+    ]
+
+
 def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
-    """Count a trace's signals per step (see the module's docstring); TraceError when it
-    cannot be parsed, findings when it cannot be trusted."""
+    """Count a trace's signals per step and in the whole program window (see the module's
+    docstring); TraceError when it cannot be parsed, findings when it cannot be trusted."""
     events = parse_trace(data)
     windows, findings = _step_windows(events, steps)
-    if findings:
-        return TraceFacts(findings=findings)
+    program, program_findings = _program_window(events, nonce)
+    if findings or program is None:
+        return TraceFacts(findings=findings + program_findings)
     canaries = _canary_windows(events, nonce)
     nesting = _Nesting.of(
         events, set(windows), {index for indices in canaries.values() for index in indices}
@@ -583,7 +659,8 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
         syncs=[0] * steps,
         launches=[0] * steps,
         step_s=[(events[w].end - events[w].start) / 1e6 for w in windows],
-        findings=_missing_canaries(events, nesting, windows, canaries),
+        findings=_missing_canaries(events, nesting, windows, canaries)
+        + _work_in_canaries(events, nesting),
     )
     starts = [events[w].start for w in windows]
     children_us: dict[int, float] = defaultdict(float)
@@ -592,19 +669,23 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
             children_us[above] += events[index].end - events[index].start
     operators: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for index, event in enumerate(events):
-        k = bisect_right(starts, event.start) - 1
         if (
             event.cat == "user_annotation"
-            or k < 0
-            or event.start > events[windows[k]].end
+            or not program.start <= event.start <= program.end
             or nesting.in_canary[index]
         ):
             continue
-        if _is_sync_candidate(event) and not nesting.holds_a_read[index]:
-            facts.syncs[k] += 1
-        if event.cat == "cpu_op":
-            if _is_operator(event) and not nesting.under_operator[index]:
-                facts.launches[k] += 1
+        k = bisect_right(starts, event.start) - 1
+        in_step = k >= 0 and event.start <= events[windows[k]].end
+        sync = _is_sync_candidate(event) and not nesting.holds_a_read[index]
+        launch = _is_operator(event) and not nesting.holds_an_operator[index]
+        if in_step:
+            facts.syncs[k] += sync
+            facts.launches[k] += launch
+        else:
+            facts.syncs_outside += sync
+            facts.launches_outside += launch
+        if in_step and event.cat == "cpu_op":
             stat = operators[event.name]
             stat[0] += 1
             stat[1] += max(0.0, event.end - event.start - children_us[index])
@@ -727,6 +808,7 @@ class _Program:
         self.result: RunResult | None = None
         self.outputs: tuple[Any, Any] | None = None  # (node, value)
         self.host_reads: HostReads | None = None  # what the runner's hook saw
+        self.trace_sha256: str | None = None  # the trace's digest, as the runner wrote it
         self.outputs_bytes = 0
         try:
             self.side = Side.start(role, backend, request)
@@ -897,8 +979,9 @@ def _run(
     nonce: str,
     timeout_s: float,
 ) -> None:
+    """The profiled run, then (once the trace's digest is out) the unprofiled call."""
     header = {
-        "seeds": plan,
+        "seeds": {key: plan[key] for key in ("warmup", "profiled")},
         "nonce": nonce,
         "module": spec.module,
         "entry": spec.entry,
@@ -916,6 +999,10 @@ def _run(
         program.measure.fail("garbled", "its runner's report of host reads is malformed")
         return
     program.host_reads = reads
+    digest = reply.header.get("trace_sha256")
+    program.trace_sha256 = digest if type(digest) is str and len(digest) == 64 else None
+    with other.paused():
+        program.ask("check", {"seed": plan["unprofiled"]}, timeout_s)
 
 
 @dataclass
@@ -960,13 +1047,19 @@ def _host_reads(value: Any, spec: ProgramSpec) -> HostReads | None:
 
 
 def _timed_batch(
-    program: _Program, other: _Program, spec: ProgramSpec, batch: int, timeout_s: float
+    program: _Program,
+    other: _Program,
+    spec: ProgramSpec,
+    plan: dict[str, Any],
+    batch: int,
+    timeout_s: float,
 ) -> bool:
     """One timed batch, measured from outside while the other side is frozen."""
     with other.paused():
         before = program.cpu_s()
         began = time.perf_counter()
-        reply = program.ask("time", {"batch": batch}, timeout_s)
+        header = {"batch": batch, "seeds": plan["timed"][batch]}
+        reply = program.ask("time", header, timeout_s)
         wall_s = time.perf_counter() - began
         after = program.cpu_s()
     if reply is None or before is None or after is None:
@@ -984,14 +1077,20 @@ def _timed_batch(
     return True
 
 
-def _time(reference: _Program, submission: _Program, spec: ProgramSpec, timeout_s: float) -> None:
+def _time(
+    reference: _Program,
+    submission: _Program,
+    spec: ProgramSpec,
+    plan: dict[str, Any],
+    timeout_s: float,
+) -> None:
     """``repeats`` pairs of batches; each pair's first side alternates, so that a drift of
     the host's speed falls on both sides alike."""
     for batch in range(spec.repeats):
         pair = (reference, submission) if batch % 2 == 0 else (submission, reference)
         for program in pair:
             other = submission if program is reference else reference
-            if not _timed_batch(program, other, spec, batch, timeout_s):
+            if not _timed_batch(program, other, spec, plan, batch, timeout_s):
                 return
 
 
@@ -1044,6 +1143,12 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
     if data is None:
         measure.integrity.append("the run wrote no profiler trace")
         return
+    if program.trace_sha256 != hashlib.sha256(data).hexdigest():
+        measure.integrity.append(
+            "the profiler trace was changed after the runner wrote it (its sha256 is not "
+            "the one the runner reported)"
+        )
+        return
     try:
         facts = analyse_trace(data, spec.steps, nonce)
     except TraceTooLarge as exc:
@@ -1071,6 +1176,18 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
         "step_time": facts.step_s,
     }
     measure.signal_per_step = [float(x) for x in per_step[spec.signal]]
+    if spec.signal == "step_time":
+        return
+    reads = program.host_reads
+    outside = {
+        "syncs": facts.syncs_outside
+        + sum(reads.at_import.values())
+        + sum(sum(counts.values()) for counts in reads.warmup),
+        "launches": facts.launches_outside,
+    }[spec.signal]
+    measure.signal_outside_steps = outside
+    calls = spec.steps + spec.warmup
+    measure.signal_per_call = (sum(measure.signal_per_step) + outside) / calls
 
 
 def _labels(counts: Mapping[str, int]) -> str:
@@ -1162,19 +1279,18 @@ def _signal_ratio(result: Reprofile, spec: ProgramSpec) -> None:
             result.signal_ratio = result.timing.ratio
             result.significant = result.timing.significant
         return
-    if not ref.signal_per_step or not sub.signal_per_step:
+    if ref.signal_per_call is None or sub.signal_per_call is None:
         return
-    ref_mean = sum(ref.signal_per_step) / len(ref.signal_per_step)
-    sub_mean = sum(sub.signal_per_step) / len(sub.signal_per_step)
+    ref_mean, sub_mean = ref.signal_per_call, sub.signal_per_call
     if ref_mean == 0:
         result.task_problem = (
-            f"the reference program shows no {spec.signal} in its profiled steps: "
+            f"the reference program shows no {spec.signal} in its run: "
             "the planted problem is missing"
         )
         result.signal_ratio = 1.0 if sub_mean == 0 else math.inf
         return
     result.signal_ratio = sub_mean / ref_mean
-    result.significant = max(sub.signal_per_step) < min(ref.signal_per_step)
+    result.significant = sub_mean < ref_mean and max(sub.signal_per_step) < min(ref.signal_per_step)
 
 
 def _task_problem(reference: SideMeasure) -> str:
@@ -1250,7 +1366,7 @@ def _measure(
         return
     _run(submission, reference, spec, plan, nonce, timeout_s)
     if spec.signal == "step_time" and submission.alive:
-        _time(reference, submission, spec, timeout_s)
+        _time(reference, submission, spec, plan, timeout_s)
     reference.fetch_outputs(REPLY_CAP)
     if reference.measure.outputs_ok:
         submission.fetch_outputs(min(REPLY_CAP, 2 * reference.outputs_bytes + REPLY_ROOM))

@@ -7,21 +7,27 @@ Commands, in the order the grader sends them:
 
 1. ``hello``, sent unasked once torch is imported and the objects the runner
    relies on are captured; no program code exists in the process yet.
-2. ``run``: import the task's inputs module and make every input this
-   grading will use, from the seeds in the command, before any program code
-   runs; start the profiler (CPU, and CUDA when asked; every thread, so work
-   moved to another thread is still recorded); import the program; run the
-   warm-up steps, then each profiled step inside
+2. ``run``: import the task's inputs module and make the inputs of the
+   warm-up calls and the profiled steps from the seeds in the command, before
+   any program code runs; start the profiler (CPU, and CUDA when asked; every
+   thread, so work moved to another thread is still recorded); open the
+   program's window ``record_function("bw_program/<nonce>")``; import the
+   program; run the warm-up calls, then each profiled step inside
    ``record_function("ProfilerStep#k")``, closed by the runner's own canary
-   op (``aten::add`` on a one-element tensor) inside
-   ``record_function("bw_canary#k/<nonce>")``; stop the profiler and write
-   its Chrome trace to ``TRACE_PATH``; then call the entry once more,
-   unprofiled, on the grading's own seed.
-3. ``time`` (step-time tasks, once per timed batch): the batch's steps back
-   to back, ``perf_counter`` around each. The grader measures the whole
-   batch from outside; these figures are only a cross-check.
-4. ``outputs``: what every call returned, packed as value trees.
-5. ``bye``, or the end of the command pipe.
+   op (``aten::add`` of a one-element tensor to itself) inside
+   ``record_function("bw_canary#k/<nonce>")``; close the program's window;
+   stop the profiler, write its Chrome trace to ``TRACE_PATH`` and reply with
+   the trace's sha256, before any program code runs again. What every call
+   returned is copied out (its bytes) as soon as the profiler has stopped, so
+   that nothing the program runs later can change it.
+3. ``check``: the unprofiled call, on the grading's own seed, whose inputs are
+   made only now.
+4. ``time`` (step-time tasks, once per timed batch): the batch's inputs, made
+   from the seeds in the command (so they do not exist before it), then its
+   steps back to back, ``perf_counter`` around each. The grader measures the
+   whole command from outside; these figures are only a cross-check.
+5. ``outputs``: what every call returned, packed as value trees.
+6. ``bye``, or the end of the command pipe.
 
 Each call gets inputs of its own, made from its own seed, and every random
 generator is seeded with that seed just before the call, so both sides of a
@@ -38,14 +44,19 @@ that silences them has still left its marks in the trace. The host reads
 that no trace shows (``.tolist()``, ``.numpy()``, ctypes) are watched by a
 profile hook (``profile_runner.watch``) from the import to the end of the
 profiled steps and reported with the ``run`` reply (``host_reads``); the
-grader adds them to the trace's syncs and judges them.
+grader adds them to the trace's syncs and judges them. A dispatch or
+torch-function mode active at a step's canary (which could run the program's
+work inside the runner's own op), and a program thread still alive when the
+profiler stops, are findings.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -67,6 +78,7 @@ TASK_ROOT = WORKDIR / "task"
 TRACE_PATH = WORKDIR / "out" / "trace.json"
 STEP_NAME = "ProfilerStep#{k}"
 CANARY_NAME = "bw_canary#{k}/{nonce}"
+PROGRAM_NAME = "bw_program/{nonce}"
 
 # Captured when this module is imported, before any program code exists: the runner
 # drives the profiler through these, whatever the program later does to torch.
@@ -79,6 +91,10 @@ _record_function = torch.profiler.record_function
 _activity = torch.profiler.ProfilerActivity
 _canary_op = torch.ops.aten.add.Tensor
 _autograd_profiler = torch.autograd.profiler
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._len_torch_function_stack
+_current_frames = sys._current_frames
+_sha256 = hashlib.sha256
 
 # What a program must leave alone, by the name a finding gives it: (owner, attribute).
 _GUARDED: dict[str, tuple[Any, str]] = {
@@ -110,6 +126,9 @@ _GUARDED: dict[str, tuple[Any, str]] = {
     "torch.Tensor.__float__": (torch.Tensor, "__float__"),
     "torch.Tensor.__int__": (torch.Tensor, "__int__"),
     "torch.Tensor.tolist": (torch.Tensor, "tolist"),
+    "torch.Tensor.numpy": (torch.Tensor, "numpy"),
+    "torch.Tensor.data_ptr": (torch.Tensor, "data_ptr"),
+    "torch.Tensor.untyped_storage": (torch.Tensor, "untyped_storage"),
 }
 _ORIGINALS = {label: getattr(owner, name) for label, (owner, name) in _GUARDED.items()}
 
@@ -133,6 +152,7 @@ def changed(when: str) -> list[str]:
 
 
 _cuda_synchronize = torch.cuda.synchronize
+_main_ident = threading.main_thread().ident
 
 
 def _synchronize() -> None:
@@ -188,45 +208,47 @@ def pack_value(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str,
 
 
 class Runner:
-    """One program's runs, with every input made before the program is imported."""
+    """One program's runs; no call's inputs exist before the command that needs them."""
 
     def __init__(self) -> None:
         self.entry: Any = None
         self.cuda = False
-        self.seeds: dict[str, Any] = {}
-        self.inputs: dict[str, Any] = {}
-        self.kept: dict[str, Any] = {"profiled": [], "unprofiled": None, "timed": []}
+        self.make: Any = None
+        # What every call returned, packed and copied as soon as it could be.
+        self.blobs: list[memoryview] = []
+        self.packed: dict[str, Any] = {"profiled": [], "unprofiled": None, "timed": []}
         self.where = "start"
         self.watch = Watch()
 
-    def _make_inputs(self, inputs_module: str) -> None:
-        module = import_file(TASK_ROOT / inputs_module)
-        make = module.make_inputs
-
-        def made(seed: int) -> tuple[Any, ...]:
-            seed_everything(seed)
-            args = make(seed)
-            return tuple(args) if isinstance(args, list | tuple) else (args,)
-
-        self.inputs = {
-            "warmup": [made(seed) for seed in self.seeds["warmup"]],
-            "profiled": [made(seed) for seed in self.seeds["profiled"]],
-            "unprofiled": made(self.seeds["unprofiled"]),
-            "timed": [[made(seed) for seed in batch] for batch in self.seeds["timed"]],
-        }
+    def _inputs(self, seed: int) -> tuple[Any, ...]:
+        seed_everything(seed)
+        args = self.make(seed)
+        return tuple(args) if isinstance(args, list | tuple) else (args,)
 
     def _call(self, seed: int, args: tuple[Any, ...]) -> Any:
         seed_everything(seed)
         return self.entry(*args)
 
+    def _keep(self, value: Any) -> dict[str, Any]:
+        """A call's outputs, packed now with their bytes copied: what the grader compares
+        is what the call returned, whatever the program does to those tensors later."""
+        start = len(self.blobs)
+        node = pack_value(value, self.blobs)
+        self.blobs[start:] = [memoryview(bytes(blob)) for blob in self.blobs[start:]]
+        return node
+
     def run(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
         self.cuda = bool(header.get("cuda"))
-        self.seeds = header["seeds"]
+        seeds = header["seeds"]
         try:
             self.where = "inputs"
-            self._make_inputs(str(header["inputs_module"]))
+            self.make = import_file(TASK_ROOT / str(header["inputs_module"])).make_inputs
+            warmup = [(seed, self._inputs(seed)) for seed in seeds["warmup"]]
+            profiled = [(seed, self._inputs(seed)) for seed in seeds["profiled"]]
         except BaseException as exc:
             return {"raised": describe(exc, self.where), "violations": []}, []
+        device = "cuda" if self.cuda else "cpu"
+        canary = torch.zeros(1, device=device)
         activities = [_activity.CPU] + ([_activity.CUDA] if self.cuda else [])
         profiler = _profile(
             activities=activities,
@@ -237,9 +259,10 @@ class Runner:
         )
         raised = None
         violations: list[str] = []
+        outputs: list[Any] = []
         _profile_enter(profiler)
         try:
-            self._profiled_steps(header, violations)
+            self._profiled_steps(header, warmup, profiled, canary, outputs, violations)
         except BaseException as exc:
             raised = describe(exc, self.where)
         finally:
@@ -248,12 +271,11 @@ class Runner:
             except BaseException as exc:
                 error = describe(exc, "stop")
                 violations.append(f"the profiler could not be stopped ({error['type']})")
+        digest = _trace_digest()
         if raised is None:
             try:
-                self.where = "unprofiled run"
-                self.kept["unprofiled"] = self._call(
-                    self.seeds["unprofiled"], self.inputs["unprofiled"]
-                )
+                self.where = "packing the outputs"
+                self.packed["profiled"] = [self._keep(out) for out in outputs]
             except BaseException as exc:
                 raised = describe(exc, self.where)
         violations += self.watch.violations
@@ -261,41 +283,61 @@ class Runner:
             "raised": raised,
             "violations": violations,
             "host_reads": self.watch.report(),
+            "trace_sha256": digest,
         }
         if self.cuda and torch.cuda.is_available():
             reply["cuda_peak_bytes"] = int(torch.cuda.max_memory_allocated())
         return reply, []
 
-    def _profiled_steps(self, header: dict[str, Any], violations: list[str]) -> None:
+    def _profiled_steps(
+        self,
+        header: dict[str, Any],
+        warmup: list[tuple[int, tuple[Any, ...]]],
+        profiled: list[tuple[int, tuple[Any, ...]]],
+        canary: Any,
+        outputs: list[Any],
+        violations: list[str],
+    ) -> None:
         nonce = str(header["nonce"])
-        device = "cuda" if self.cuda else "cpu"
-        canary = torch.zeros(1, device=device)
         self.where = "import"
         sys.path.insert(0, str(PROGRAM_ROOT))
         os.chdir(PROGRAM_ROOT)
-        self.watch.start(len(self.seeds["warmup"]), len(self.seeds["profiled"]))
+        self.watch.start(len(warmup), len(profiled))
         try:
-            self._import_and_step(header, nonce, canary)
+            # Everything the program does from its import to its last step counts,
+            # wherever it falls: work moved to the import or between the steps too.
+            with _record_function(PROGRAM_NAME.format(nonce=nonce)):
+                self._import_and_step(header, nonce, warmup, profiled, canary, outputs)
         finally:
             self.watch.stop()
         if not _autograd_profiler._is_profiler_enabled:
             violations.append("the profiler was marked disabled during the profiled steps")
         violations += changed("after the profiled steps")
+        others = set(_current_frames()) - {_main_ident}
+        if others:
+            violations.append(
+                f"{len(others)} thread(s) of the program were still running when the "
+                "profiled steps ended: what they do is not counted"
+            )
 
-    def _import_and_step(self, header: dict[str, Any], nonce: str, canary: Any) -> None:
+    def _import_and_step(
+        self,
+        header: dict[str, Any],
+        nonce: str,
+        warmup: list[tuple[int, tuple[Any, ...]]],
+        profiled: list[tuple[int, tuple[Any, ...]]],
+        canary: Any,
+        outputs: list[Any],
+    ) -> None:
         """The import, the warm-up and the profiled steps, under the watch's hook."""
         program = import_file(PROGRAM_ROOT / str(header["module"]))
         self.entry = getattr(program, str(header["entry"]))
         self.watch.violations += changed("after the program was imported")
         self.where = "warm-up"
-        for index, (seed, args) in enumerate(
-            zip(self.seeds["warmup"], self.inputs["warmup"], strict=True)
-        ):
+        for index, (seed, args) in enumerate(warmup):
             self.watch.begin_warmup(index)
             self._call(seed, args)
-        for k, (seed, args) in enumerate(
-            zip(self.seeds["profiled"], self.inputs["profiled"], strict=True)
-        ):
+        for k, (seed, args) in enumerate(profiled):
             self.where = f"profiled step {k}"
             seed_everything(seed)
             with _record_function(STEP_NAME.format(k=k)):
@@ -303,13 +345,19 @@ class Runner:
                 out = self.entry(*args)
                 self.watch.end_step(k)
                 # Inside the step window, so that a profiler stopped during the step
-                # shows; the grader leaves out what is nested in it. On CUDA the step's
-                # device work is waited for here, so the window's length includes it.
+                # shows; the grader checks that it holds the canary op alone. On CUDA
+                # the step's device work is waited for here, so the window's length
+                # includes it.
                 with _record_function(CANARY_NAME.format(k=k, nonce=nonce)):
-                    _canary_op(canary, 1)
+                    if _dispatch_modes() or _function_modes():
+                        self.watch.violations.append(
+                            f"a dispatch or torch-function mode was active at the end of "
+                            f"step {k}: it could run work inside the runner's own operators"
+                        )
+                    _canary_op(canary, canary)
                     if self.cuda:
                         _synchronize()
-            self.kept["profiled"].append(out)
+            outputs.append(out)
 
     def _stop(self, profiler: Any) -> list[str]:
         """Stop the profiler and write its trace. A session that some other code ended
@@ -324,45 +372,81 @@ class Runner:
         result.save(str(TRACE_PATH))
         return []
 
+    def check(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
+        """The unprofiled call on the grading's own seed."""
+        try:
+            self.where = "the unprofiled run's inputs"
+            seed = int(header["seed"])
+            args = self._inputs(seed)
+            self.where = "unprofiled run"
+            out = self._call(seed, args)
+            self.where = "packing the outputs"
+            self.packed["unprofiled"] = self._keep(out)
+        except BaseException as exc:
+            return {"raised": describe(exc, self.where)}, []
+        return {"raised": None}, []
+
     def time_batch(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
-        batch = int(header["batch"])
         inside: list[float] = []
         outputs: list[Any] = []
         try:
-            seeds, inputs = self.seeds["timed"][batch], self.inputs["timed"][batch]
-            for index, (seed, args) in enumerate(zip(seeds, inputs, strict=True)):
-                self.where = f"timed batch {batch} step {index}"
+            self.where = "a timed batch's inputs"
+            batch = [(int(seed), self._inputs(int(seed))) for seed in header["seeds"]]
+            for index, (seed, args) in enumerate(batch):
+                self.where = f"timed batch {header.get('batch')} step {index}"
                 seed_everything(seed)
                 began = _perf_counter()
                 outputs.append(self.entry(*args))
                 if self.cuda:
                     _synchronize()
                 inside.append(_perf_counter() - began)
+            self.where = "packing the outputs"
+            self.packed["timed"].append({"k": "list", "items": [self._keep(o) for o in outputs]})
         except BaseException as exc:
             return {"raised": describe(exc, self.where), "inside_s": inside}, []
-        self.kept["timed"].append(outputs)
         return {"raised": None, "inside_s": inside}, []
 
     def outputs(self, _header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
-        blobs: list[memoryview] = []
-        try:
-            self.where = "packing the outputs"
-            node = pack_value(self.kept, blobs)
-        except BaseException as exc:
-            return {"raised": describe(exc, self.where), "violations": []}, []
-        return {"raised": None, "value": node, "violations": changed("at the end")}, blobs
+        def key(name: str) -> dict[str, Any]:
+            return {"k": "str", "v": name}
+
+        packed = self.packed
+        node = {
+            "k": "dict",
+            "items": [
+                [key("profiled"), {"k": "list", "items": packed["profiled"]}],
+                [key("unprofiled"), packed["unprofiled"] or {"k": "none"}],
+                [key("timed"), {"k": "list", "items": packed["timed"]}],
+            ],
+        }
+        return {"raised": None, "value": node, "violations": changed("at the end")}, self.blobs
+
+
+def _trace_digest() -> str | None:
+    """The sha256 of the trace as the runner wrote it, sent before program code runs
+    again: a trace changed on disk afterwards no longer matches."""
+    try:
+        return _sha256(TRACE_PATH.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def main() -> None:
     sys.dont_write_bytecode = True
     torch.set_num_threads(1)
     runner = Runner()
-    handlers = {"run": runner.run, "time": runner.time_batch, "outputs": runner.outputs}
+    handlers = {
+        "run": runner.run,
+        "check": runner.check,
+        "time": runner.time_batch,
+        "outputs": runner.outputs,
+    }
+    read = read_message  # bound here: the program cannot swap the module's name
     send({"op": "hello", "seq": 0, "ok": True, "pid": os.getpid()})
     status = 0
     try:
         while True:
-            message = read_message()
+            message = read()
             if message is None:
                 break
             header, _blobs, _began = message

@@ -6,8 +6,15 @@ operator: ``t.tolist()``, ``t.numpy()``, ``np.asarray(t)``, a DLPack capsule,
 shows in the trace as ``aten::item``, and work done in NumPy on such a view
 launches no ``aten::`` operator at all. ``Watch`` observes them with a profile
 hook (``sys.setprofile``; ``threading.setprofile`` for threads started while it
-is on), matched by identity against objects captured when this module is
-imported, before any program code exists.
+is on; threads started with ``_thread.start_new_thread`` are hooked by a
+wrapper the watch puts in its place), matched by identity against objects
+captured when this module is imported, before any program code exists.
+
+The C methods a read goes through (``tolist``, ``numpy``, ``data_ptr``,
+``untyped_storage``) are put on ``torch.Tensor`` as Python functions of this
+module that call them: a call of a C function made from C code (``map``,
+``operator.methodcaller``, ``sorted(key=...)``) gives the hook no event, but
+the start of a Python function always does, whoever calls it.
 
 What is recorded, under a label, whenever the *caller* is the program's code:
 
@@ -52,6 +59,7 @@ and that no Python thread it does not watch is alive.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import ctypes
 import gc
@@ -74,6 +82,36 @@ _main_ident = threading.main_thread().ident
 _compile = compile
 _TensorBase = torch._C.TensorBase
 _Tensor = torch.Tensor
+_start_new_thread = _thread.start_new_thread
+
+# The C methods of tensors that read memory, wrapped as Python functions (see above).
+_C_TOLIST = _TensorBase.tolist
+_C_NUMPY = _TensorBase.numpy
+_C_DATA_PTR = _TensorBase.data_ptr
+_C_UNTYPED_STORAGE = _TensorBase.untyped_storage
+
+
+def _tolist(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_TOLIST(self, *args, **kwargs)
+
+
+def _numpy(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_NUMPY(self, *args, **kwargs)
+
+
+def _data_ptr(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_DATA_PTR(self, *args, **kwargs)
+
+
+def _untyped_storage(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_UNTYPED_STORAGE(self, *args, **kwargs)
+
+
+WRAPPED = {"tolist": _tolist, "numpy": _numpy, "data_ptr": _data_ptr}
+WRAPPED["untyped_storage"] = _untyped_storage
+for _name, _wrapper in WRAPPED.items():
+    _wrapper.__doc__ = getattr(_TensorBase, _name).__doc__
+    setattr(_Tensor, _name, _wrapper)
 
 TORCH_ROOT = str(Path(torch.__file__).resolve().parent) + os.sep
 RUNNER_ROOT = str(Path(__file__).resolve().parent.parent) + os.sep  # runner and harness
@@ -183,6 +221,7 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
             "share_memory_",
         )
     ]
+    functions += [(f"Tensor.{name}", wrapper) for name, wrapper in WRAPPED.items()]
     interface = _Tensor.__dict__.get("__cuda_array_interface__")
     functions.append(("Tensor.__cuda_array_interface__", getattr(interface, "fget", None)))
     serialization = torch.serialization
@@ -263,6 +302,7 @@ class Watch:
         self._genuine: dict[str, set[types.CodeType]] = {}
         self.hook = self._make_hook()
         self.thread_hook = self._make_thread_hook()
+        self.thread_starter: Any = None
 
     def _programs(self, code: types.CodeType) -> bool:
         """Whether code is the program's (anything but torch's or the runner's own)."""
@@ -323,12 +363,26 @@ class Watch:
 
         return thread_hook
 
+    def _start_new_thread(self) -> Any:
+        """``_thread.start_new_thread`` for the program: the new thread hooked first."""
+        thread_hook = self.thread_hook
+
+        def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
+            def watched(*a: Any, **k: Any) -> Any:
+                _setprofile(thread_hook)
+                return function(*a, **k)
+
+            return _start_new_thread(watched, args, {} if kwargs is None else kwargs)
+
+        return start_new_thread
+
     def start(self, warmup: int, steps: int) -> None:
         """On, before the program is imported."""
         self.warmup = [{} for _ in range(warmup)]
         self.steps = [{} for _ in range(steps)]
         self.watched = {_get_ident()}
         self.active = True
+        self.thread_starter = _thread.start_new_thread = self._start_new_thread()
         _threading_setprofile(self.thread_hook)
         _setprofile(self.hook)
 
@@ -355,6 +409,9 @@ class Watch:
         self.active = False
         _setprofile(None)
         _threading_setprofile(None)
+        if _thread.start_new_thread is not self.thread_starter:
+            self.violations.append("the runner's _thread.start_new_thread was replaced")
+        _thread.start_new_thread = _start_new_thread
 
     def report(self) -> dict[str, Any]:
         return {

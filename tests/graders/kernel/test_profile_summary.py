@@ -38,6 +38,11 @@ PROFILING = "        if torch._C._autograd._profiler_enabled():\n"
 BREAKS = {
     "raises": PROFILING + "            raise RuntimeError('not while profiled')\n",
     "exits": PROFILING + "            import os; os._exit(3)\n",
+    # Up to the sandbox's process limit: the fork that would pass it fails, and the
+    # supervisor ends the sandbox.
+    "forks": PROFILING
+    + "            import subprocess\n"
+    + "            [subprocess.Popen(['sleep', '30']) for _ in range(100)]\n",
     # A forged summary: the profiler's averages replaced by rows the grader refuses.
     "forges": PROFILING
     + "            import torch.autograd.profiler as p\n"
@@ -137,6 +142,7 @@ def test_a_profile_that_breaks_leaves_the_verdict_alone(
     expected = {
         "raises": "the profiled calls failed (RuntimeError: not while profiled)",
         "exits": "the submission process did not answer (gone)",
+        "forks": "the profiled calls failed (BlockingIOError",
         "forges": "sent a malformed one",
     }[how]
     assert expected in submission["note"]

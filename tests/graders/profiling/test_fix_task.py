@@ -135,7 +135,7 @@ def test_the_fix_is_accepted_with_its_figures(gradings):
     assert ratio is not None and before is not None and after is not None
     assert ratio <= 0.1 and before > 10 * after
     assert metrics["strict_score"] is None, "an answer's figures are not measured here"
-    assert "launches per step" in report["reason"]
+    assert "launches per call" in report["reason"]
     assert KIND.headline(report).startswith("launches x")
     assert any("signal:" in line for line in KIND.summary_lines(report))
 

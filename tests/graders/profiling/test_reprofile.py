@@ -135,7 +135,7 @@ def test_the_reference_runs_in_a_sandbox_of_its_own_without_the_submissions_file
     assert "program/helper_only_in_fix.py" in submission.files
 
 
-def test_the_launches_fix_calls_two_operators_per_step_instead_of_several_per_element() -> None:
+def test_the_launches_fix_runs_three_operators_per_step_instead_of_several_per_element() -> None:
     result = reprofile(
         _spec("launches"),
         _program("launches/loop.py"),
@@ -144,10 +144,14 @@ def test_the_launches_fix_calls_two_operators_per_step_instead_of_several_per_el
         get_backend("bwrap"),
     )
     assert result.outcome == "improved", result.as_dict()
-    # Per element: two selects of the inputs, mul, add, and the select and copy_ of the
-    # assignment (96 elements), plus empty_like; operators nested in those do not count.
-    assert result.reference.launches_per_step == [577, 577, 577]
-    assert result.submission.launches_per_step == [2, 2, 2]
+    # Operators with no operator nested in them (what runs, not what wraps it): per
+    # element seven (the as_strided under each of three selects, mul, add, the
+    # assignment's copy_ ...; 96 elements), plus the output's allocation; the fix, three.
+    assert result.reference.launches_per_step == [673, 673, 673]
+    assert result.submission.launches_per_step == [3, 3, 3]
+    # The warm-up call does what a step does; the imports launch nothing.
+    assert result.reference.signal_per_call == 673.0
+    assert result.submission.signal_per_call == 3.0
     assert result.submission.host_reads_per_step == [0, 0, 0]
     assert result.signal_ratio < 0.01
 
@@ -191,8 +195,6 @@ def test_torch_reading_a_tensor_inside_its_own_python_code_is_not_the_programs_r
         ("host_sync/numpy_read.py", {"Tensor.numpy": 6, "Tensor.__array__": 6}),
         # The address and the read through it: two per layer.
         ("host_sync/ctypes_read.py", {"Tensor.data_ptr": 12, "ctypes.from_address": 12}),
-        # A thread started while the hook is on is watched too.
-        ("host_sync/thread_read.py", {"Tensor.tolist": 12}),
     ],
 )
 def test_host_reads_outside_the_dispatcher_count_as_syncs(fix: str, reads: dict[str, int]) -> None:
@@ -204,6 +206,16 @@ def test_host_reads_outside_the_dispatcher_count_as_syncs(fix: str, reads: dict[
     assert result.submission.syncs_per_step == [per_step] * 3  # none in the trace
     assert result.signal_ratio >= 1.0 and not result.significant
     assert not result.integrity
+
+
+def test_a_thread_started_while_the_hook_is_on_is_watched_and_must_end_with_the_steps() -> None:
+    result = _host_sync("host_sync/thread_read.py")
+    assert result.submission.host_reads == {"Tensor.tolist": 12}
+    assert result.submission.syncs_per_step == [4, 4, 4]
+    # Still running after the steps, it could change what they returned or do work that
+    # no window holds: a finding.
+    assert result.outcome == "integrity_violation", result.as_dict()
+    assert any("still running when the profiled steps ended" in f for f in result.integrity)
 
 
 @pytest.mark.parametrize(
@@ -338,7 +350,10 @@ def test_a_trace_without_one_steps_canary_is_a_finding(real_trace: dict[str, Any
 
 def test_a_canary_with_another_gradings_nonce_does_not_count(real_trace: dict[str, Any]) -> None:
     facts = analyse_trace(json.dumps(real_trace).encode(), 3, "0" * 16)
-    assert "canary op is missing from step(s) 0, 1, 2" in facts.findings[0]
+    assert facts.findings == [
+        "the trace has 0 windows of the program's run, expected one: "
+        "the profiler was not recording all the time"
+    ]
 
 
 def test_a_trace_with_more_or_fewer_steps_than_were_run_is_a_finding(
@@ -369,12 +384,48 @@ def test_an_oversized_trace_is_refused_before_parsing() -> None:
         analyse_trace(b" " * (128 * 1024 * 1024 + 1), 1, "nonce")
 
 
+def test_a_trace_of_millions_of_empty_containers_is_refused_before_parsing() -> None:
+    # 64 MiB of "[]," would make the parser build some 22 million lists (2 GB).
+    data = b'{"traceEvents": [], "x": [' + b"[]," * (5 * 1024 * 1024) + b"[]]}"
+    with pytest.raises(TraceTooLarge, match="JSON objects and arrays"):
+        analyse_trace(data, 1, "nonce")
+
+
+@pytest.mark.parametrize("category", [[], {}, 7, None])
+def test_an_event_whose_category_is_not_a_string_is_skipped_not_a_crash(category: Any) -> None:
+    trace = {"traceEvents": [{"ph": "X", "cat": category, "name": "x", "ts": 0, "dur": 1}]}
+    facts = analyse_trace(json.dumps(trace).encode(), 1, "nonce")
+    assert "lacks the step window of step(s) 0" in facts.findings[0]
+
+
+def test_work_inside_the_canary_is_a_finding() -> None:
+    def event(name: str, cat: str, ts: float, dur: float) -> dict[str, Any]:
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+
+    trace = {
+        "traceEvents": [
+            event("bw_program/n", "user_annotation", 0, 100),
+            event("ProfilerStep#0", "user_annotation", 0, 100),
+            event("bw_canary#0/n", "user_annotation", 50, 40),
+            event("aten::add", "cpu_op", 51, 38),
+            # A dispatch mode that runs the program's loop inside the canary's op.
+            event("aten::item", "cpu_op", 52, 5),
+            event("aten::item", "cpu_op", 60, 5),
+        ]
+    }
+    facts = analyse_trace(json.dumps(trace).encode(), 1, "n")
+    assert facts.findings == [
+        "work ran inside the runner's canary op (3 operator event(s): aten::add, aten::item)"
+    ]
+
+
 def test_nested_reads_count_once_by_their_innermost_event() -> None:
     def event(name: str, cat: str, ts: float, dur: float) -> dict[str, Any]:
         return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
 
     trace = {
         "traceEvents": [
+            event("bw_program/n", "user_annotation", 0, 100),
             event("ProfilerStep#0", "user_annotation", 0, 100),
             # bool(t): is_nonzero around item around _local_scalar_dense, one read.
             event("aten::is_nonzero", "cpu_op", 10, 10),
@@ -393,15 +444,16 @@ def test_nested_reads_count_once_by_their_innermost_event() -> None:
     facts = analyse_trace(json.dumps(trace).encode(), 1, "n")
     assert facts.findings == []
     assert facts.syncs == [4]
-    # is_nonzero, the bare item and the _local_scalar_dense at 40 are launches; the
-    # canary's add is the runner's, not the program's.
+    # The innermost operators are launches (the _local_scalar_dense at 12, the bare item,
+    # the _local_scalar_dense at 40); the canary's add is the runner's, not the program's.
     assert facts.launches == [3]
 
 
 def test_a_trace_nested_deep_is_counted_in_one_pass() -> None:
     depth = 100_000
     events = [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "ts": 0, "dur": 4 * depth}
+        {"ph": "X", "cat": "user_annotation", "name": name, "ts": 0, "dur": 4 * depth}
+        for name in ("bw_program/n", "ProfilerStep#0")
     ]
     events += [
         {"ph": "X", "cat": "cpu_op", "name": "aten::item", "ts": 1 + i, "dur": 4 * depth - 2 * i}
