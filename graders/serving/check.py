@@ -1,0 +1,96 @@
+"""A config through all three gates: the platform's policy, the task's allow-list and
+ranges (``flags.FlagPolicy``), then vLLM's own parser and config checks
+(``engine_check``, run in the serving environment)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .engine import ROOT, serving_python
+from .flags import FlagError, FlagPolicy
+
+CHECK_TIMEOUT_S = 180.0
+
+
+class CheckUnavailable(Exception):
+    """vLLM's checks could not be run (no serving environment, a crash): the platform's
+    problem, never the config's."""
+
+
+@dataclass
+class ConfigCheck:
+    """A config's flags (normalised), its problems, and vLLM's resolved engine settings."""
+
+    flags: dict[str, Any]
+    errors: list[FlagError] = field(default_factory=list)
+    engine: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def check_config(
+    config: Mapping[str, Any],
+    policy: FlagPolicy,
+    *,
+    fixed: Mapping[str, Any],
+    model_dir: Path,
+    gpus: int = 0,
+    kv_cache_bytes: int = 0,
+) -> ConfigCheck:
+    """Every problem of a config, each naming its flag; nothing is started."""
+    flags, errors = policy.check(config)
+    if errors:
+        return ConfigCheck(flags, errors)
+    request = {
+        "flags": flags,
+        "fixed": dict(fixed),
+        "model": str(model_dir),
+        "gpus": gpus,
+        "kv_cache_bytes": kv_cache_bytes,
+    }
+    answer = _run_engine_check(request)
+    found = [
+        FlagError(str(item.get("flag") or "config"), str(item.get("message") or ""))
+        for item in answer.get("errors") or []
+    ]
+    return ConfigCheck(flags, found, dict(answer.get("engine") or {}))
+
+
+def _run_engine_check(request: Mapping[str, Any]) -> dict[str, Any]:
+    if not serving_python().exists():
+        raise CheckUnavailable(f"no serving environment at {serving_python().parent.parent}")
+    try:
+        completed = subprocess.run(
+            [str(serving_python()), "-m", "graders.serving.engine_check"],
+            input=json.dumps(request).encode(),
+            cwd=ROOT,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "HOME": os.environ.get("HOME", "/tmp"),  # noqa: S108
+                "PYTHONPATH": str(ROOT),
+                "HF_HUB_OFFLINE": "1",
+                "VLLM_NO_USAGE_STATS": "1",
+            },
+            capture_output=True,
+            timeout=CHECK_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CheckUnavailable("vLLM's config check did not finish in time") from exc
+    lines = completed.stdout.decode(errors="replace").strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        answer = None
+    if completed.returncode != 0 or not isinstance(answer, dict):
+        tail = completed.stderr.decode(errors="replace")[-2000:]
+        raise CheckUnavailable(f"vLLM's config check failed: {tail}")
+    return answer

@@ -1,0 +1,93 @@
+"""vLLM's own parser and config checks on a solver's config, run in the serving
+environment against a real (tiny) model: what they accept, and each way they refuse,
+named by flag."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders.serving.check import check_config
+from graders.serving.flags import FlagPolicy
+
+ALLOWED = frozenset(
+    {
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enable_chunked_prefill",
+        "enable_prefix_caching",
+        "max_model_len",
+        "tensor_parallel_size",
+        "max_num_seq",
+        "block_size",
+    }
+)
+FIXED = {"dtype": "bfloat16", "max_model_len": 1024, "enforce_eager": True}
+KV_BYTES = 1 << 30
+
+
+def _check(model_dir: Path, config: dict[str, Any], fixed: dict[str, Any] | None = None):
+    return check_config(
+        config,
+        FlagPolicy(allowed=ALLOWED),
+        fixed=FIXED if fixed is None else fixed,
+        model_dir=model_dir,
+        kv_cache_bytes=KV_BYTES,
+    )
+
+
+def test_a_good_config_resolves_to_the_engine_vllm_would_build(model_dir: Path) -> None:
+    result = _check(model_dir, {"max_num_seqs": 4, "enable_prefix_caching": False})
+    assert result.ok, result.errors
+    engine = result.engine
+    assert engine["max_num_seqs"] == 4
+    assert engine["enable_prefix_caching"] is False
+    assert engine["enable_chunked_prefill"] is True  # vLLM's default on this engine
+    assert engine["max_model_len"] == 1024
+    # 4 layers x 2 KV heads x 64 dims x 2 (K and V) x 2 bytes (bf16).
+    assert engine["kv_bytes_per_token"] == 2048
+    assert engine["kv_cache_tokens"] == KV_BYTES // 2048
+    assert engine["weights_bytes"] > 4_000_000
+
+
+@pytest.mark.parametrize(
+    ("config", "flag", "message"),
+    [
+        ({"max_num_seq": 4}, "max_num_seq", "did you mean --max-num-seqs?"),
+        ({"max_num_seqs": "many"}, "max_num_seqs", "invalid int value: 'many'"),
+        ({"max_num_seqs": 0}, "max_num_seqs", "greater than or equal to 1"),
+        ({"enable_prefix_caching": "yes"}, "enable_prefix_caching", "must be true or false"),
+        (
+            {"max_num_batched_tokens": 100, "enable_chunked_prefill": False},
+            "max_num_batched_tokens",
+            "is smaller than max_model_len",
+        ),
+        ({"tensor_parallel_size": 2}, "tensor_parallel_size", "needs 2 devices"),
+    ],
+)
+def test_vllms_checks_name_the_flag_they_refuse(
+    model_dir: Path, config: dict[str, Any], flag: str, message: str
+) -> None:
+    result = _check(model_dir, config)
+    assert not result.ok
+    assert any(e.flag == flag and message in e.message for e in result.errors), result.errors
+
+
+def test_a_context_longer_than_the_kv_cache_holds_is_refused(model_dir: Path) -> None:
+    result = check_config(
+        {"max_model_len": 4096},
+        FlagPolicy(allowed=ALLOWED),
+        fixed={"dtype": "bfloat16", "enforce_eager": True},
+        model_dir=model_dir,
+        kv_cache_bytes=1_000_000,
+    )
+    assert [e.flag for e in result.errors] == ["max_model_len"]
+    assert "needs 8388608 bytes of KV cache" in result.errors[0].message
+
+
+def test_the_platforms_gate_answers_before_vllm_is_asked(model_dir: Path) -> None:
+    result = _check(model_dir, {"trust_remote_code": True, "max_num_seqs": 4})
+    assert [e.flag for e in result.errors] == ["trust_remote_code"]
+    assert result.engine == {}
