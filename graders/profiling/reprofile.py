@@ -46,8 +46,12 @@ into a warm-up call or between the steps still counts:
 
 - ``syncs``: host reads of a device value. The candidates are the ``cpu_op``
   events ``aten::_local_scalar_dense``, ``aten::item`` and
-  ``aten::is_nonzero`` and, on CUDA, the ``cuda_runtime`` calls that block
-  the host (``SYNC_RUNTIME_CALLS``). One read shows as a nested chain
+  ``aten::is_nonzero``, the operators whose answer's size or value the host
+  waits for (``aten::nonzero``, ``aten::equal``, ``aten::masked_select``,
+  ``unique``, ``repeat_interleave``: a count read as the rows of
+  ``t.nonzero()`` records no item on a CPU host, and blocks a CUDA one) and,
+  on CUDA, the ``cuda_runtime`` calls that block the host
+  (``SYNC_RUNTIME_CALLS``). One read shows as a nested chain
   (``bool(t)`` is ``is_nonzero`` around ``item`` around
   ``_local_scalar_dense``, which on CUDA holds ``cudaStreamSynchronize``), so
   a candidate counts only when no other candidate is nested inside it: each
@@ -104,7 +108,10 @@ windows named ``ProfilerStep#0`` ... ``#steps-1`` inside exactly one program
 window, each holding exactly one canary window (``bw_canary#k/<nonce>``, the
 nonce fresh per grading) with the canary's ``aten::add`` in it and no other
 operator (work run inside the runner's op, by a dispatch mode or a kernel
-registered over ``aten::add``, would go uncounted). The trace must be the
+registered over ``aten::add``, would go uncounted); the runner's windows
+copying each step's outputs (``bw_keep#k/<nonce>``) hold only the views and
+copies that takes; no operator runs outside the program's window while the
+profiler records (work hidden in the profiler's own stop, say). The trace must be the
 bytes whose digest the runner reported before the program ran again: one
 rewritten afterwards (events cut, or a file built to crash or swamp the
 parser) is a finding, never parsed. A profiler stopped, restarted or switched off at
@@ -145,7 +152,14 @@ What is not covered: the trace is written by the submission's process, so a
 program that reads the runner's nonce out of its own memory and writes a
 complete forged trace during its steps (before the runner's digest) is not
 caught by these checks; the outputs of every call are still checked, and
-step-time figures come from outside. The runner's wrappers of the read
+step-time figures come from outside. Switching recording off
+(``torch.autograd._enable_record_function``, replaced in the process by a
+function that reports the attempt) and the dispatcher's redispatch
+(``OpOverload.redispatch``, ``redispatch_boxed``: operators run unrecorded)
+are findings; ``redispatch_boxed`` called from C code (``map``) is not seen.
+A program compiled with ``torch.compile`` starts a compiler process, which
+the runner takes for tampering: compiled fixes cannot pass on a CPU host.
+The runner's wrappers of the read
 methods live on ``torch.Tensor``; the C methods they wrap stay reachable
 (``torch._C.TensorBase.tolist``, the wrappers' globals), and called from C
 code (``map``) rather than from the interpreter such a method gives the hook
@@ -195,6 +209,7 @@ from graders import stats
 from graders.kernel.compare import compare_outputs
 from graders.kernel.grading import MALLOC_ENV
 from graders.kernel.harness.protocol import (
+    MAX_TREE_DEPTH,
     ProtocolError,
     TreeWalker,
     check_tensor_node,
@@ -241,9 +256,31 @@ TOP_OPERATORS = 15
 # The runner's labels for host reads that only copy values out; every other label
 # (unknown ones too) is a view: a live window on the tensor's memory.
 COPY_READS = frozenset({"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save"})
+# Calls that make a tensor over host memory (a NumPy array, a buffer): no tensor's memory
+# is read, so a launches task does not take them for work moved out of torch.
+WRAPS_HOST_MEMORY = frozenset({"torch.from_numpy", "torch.frombuffer"})
 MAX_READ_LABELS = 64
+MAX_READS = 10**9  # per label and call: more is not a count the runner could have made
 
-SCALAR_READS = frozenset({"aten::_local_scalar_dense", "aten::item", "aten::is_nonzero"})
+SCALAR_READS = frozenset(
+    {
+        "aten::_local_scalar_dense",
+        "aten::item",
+        "aten::is_nonzero",
+        # Operators whose answer's size or value the host must wait for: each blocks on
+        # a CUDA device, and on a CPU host records no item (a count read as the number
+        # of rows of t.nonzero(), a flag as torch.equal).
+        "aten::nonzero",
+        "aten::equal",
+        "aten::masked_select",
+        "aten::_unique",
+        "aten::_unique2",
+        "aten::unique_dim",
+        "aten::unique_consecutive",
+        "aten::unique_dim_consecutive",
+        "aten::repeat_interleave",
+    }
+)
 SYNC_RUNTIME_CALLS = frozenset(
     {
         "cudaDeviceSynchronize",
@@ -270,6 +307,29 @@ KEPT_CATEGORIES = frozenset({"cpu_op", "user_annotation", "cuda_runtime"})
 STEP_PATTERN = re.compile(r"ProfilerStep#(\d{1,9})")
 PROGRAM_NAME = "bw_program/{nonce}"  # the runner's window around the program's run
 CANARY_OP = "aten::add"
+# What the runner's copy of a step's outputs runs (``protocol.tensor_bytes``: detach,
+# to the CPU, contiguous, flattened, viewed as bytes).
+COPY_OPERATORS = frozenset(
+    {
+        "aten::detach",
+        "detach",  # autograd's own record of it, nested in aten::detach
+        "aten::to",
+        "aten::_to_copy",
+        "aten::copy_",
+        "aten::empty_strided",
+        "aten::contiguous",
+        "aten::clone",
+        "aten::empty_like",
+        "aten::reshape",
+        "aten::view",
+        "aten::_reshape_alias",
+        "aten::alias",
+        "aten::as_strided",
+        "aten::_unsafe_view",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
+    }
+)
 
 # A step-time speedup must clear this margin (as the kernel kind's does): two runs of
 # identical code in two processes can differ by a few per cent.
@@ -499,12 +559,12 @@ class _Nesting:
 
     parent: list[int | None]
     step: list[int | None]  # the innermost ProfilerStep window around the event
-    in_canary: list[bool]  # inside one of the runner's canary windows
+    runner: list[int | None]  # the runner's window (canary, copy) around the event
     holds_an_operator: list[bool]  # an aten:: operator is nested inside it
     holds_a_read: list[bool]  # a sync candidate is nested inside it
 
     @classmethod
-    def of(cls, events: Sequence[_Event], windows: set[int], canaries: set[int]) -> _Nesting:
+    def of(cls, events: Sequence[_Event], windows: set[int], runner: set[int]) -> _Nesting:
         count = len(events)
         parent: list[int | None] = [None] * count
         by_thread: dict[tuple[Any, Any], list[int]] = defaultdict(list)
@@ -521,12 +581,12 @@ class _Nesting:
                     parent[index] = stack[-1]
                 stack.append(index)
             order += indices
-        nesting = cls(parent, [None] * count, [False] * count, [False] * count, [False] * count)
+        nesting = cls(parent, [None] * count, [None] * count, [False] * count, [False] * count)
         for index in order:
             above = parent[index]
             if above is not None:
                 nesting.step[index] = above if above in windows else nesting.step[above]
-                nesting.in_canary[index] = above in canaries or nesting.in_canary[above]
+                nesting.runner[index] = above if above in runner else nesting.runner[above]
         for index in reversed(order):
             above = parent[index]
             if above is None:
@@ -569,15 +629,18 @@ def _ks(ks: Sequence[int]) -> str:
     return shown + (f" and {len(ks) - 10} more" if len(ks) > 10 else "")
 
 
-def _canary_windows(events: Sequence[_Event], nonce: str) -> dict[int, list[int]]:
-    """The runner's canary windows with this grading's nonce, by step."""
+def _canary_windows(
+    events: Sequence[_Event], nonce: str, prefix: str = "bw_canary#"
+) -> dict[int, list[int]]:
+    """The runner's canary windows (or, with ``prefix="bw_keep#"``, its windows copying
+    a step's outputs) with this grading's nonce, by step."""
     found: dict[int, list[int]] = defaultdict(list)
     for index, event in enumerate(events):
-        if event.cat != "user_annotation" or not event.name.startswith("bw_canary#"):
+        if event.cat != "user_annotation" or not event.name.startswith(prefix):
             continue
         head, _, tail = event.name.partition("/")
-        number = head.removeprefix("bw_canary#")
-        if tail == nonce and number.isdigit() and len(number) <= 9:
+        number = head.removeprefix(prefix)
+        if tail == nonce and number.isascii() and number.isdigit() and len(number) <= 9:
             found[int(number)].append(index)
     return found
 
@@ -623,23 +686,49 @@ def _program_window(events: Sequence[_Event], nonce: str) -> tuple[_Event | None
     ]
 
 
-def _work_in_canaries(events: Sequence[_Event], nesting: _Nesting) -> list[str]:
-    """A finding when a canary window holds any operator but the canary's own op, with
-    nothing nested in it: work run inside the runner's op (a dispatch mode, a kernel
-    registered over ``aten::add``) would otherwise go uncounted."""
-    foreign = [
-        index
-        for index, event in enumerate(events)
-        if nesting.in_canary[index]
-        and event.cat == "cpu_op"
-        and (event.name != CANARY_OP or nesting.holds_an_operator[index])
-    ]
+def _work_in_runner_windows(
+    events: Sequence[_Event], nesting: _Nesting, canaries: set[int]
+) -> list[str]:
+    """A finding when one of the runner's windows holds an operator the runner does not
+    run there: in a canary window anything but the canary's own op with nothing nested
+    in it; in a window copying a step's outputs, anything but the views and copies that
+    takes. Work run inside the runner's ops (by a dispatch mode, a kernel registered over
+    ``aten::add``) would otherwise go uncounted."""
+    foreign = []
+    for index, event in enumerate(events):
+        window = nesting.runner[index]
+        if window is None or event.cat != "cpu_op":
+            continue
+        if window in canaries:
+            expected = event.name == CANARY_OP and not nesting.holds_an_operator[index]
+        else:
+            expected = event.name in COPY_OPERATORS
+        if not expected:
+            foreign.append(index)
     if not foreign:
         return []
     names = sorted({events[index].name for index in foreign})[:5]
     return [
-        f"work ran inside the runner's canary op ({len(foreign)} operator event(s): "
+        f"work ran inside the runner's own operators ({len(foreign)} operator event(s): "
         f"{', '.join(clean_text(n, 80) for n in names)})"
+    ]
+
+
+def _work_outside(events: Sequence[_Event], program: _Event) -> list[str]:
+    """A finding when an operator ran while the profiler was on but outside the program's
+    window: the runner runs none there, so it is the program's work, done where no
+    count reaches (inside the profiler's own stop, say)."""
+    outside = [
+        e
+        for e in events
+        if e.cat == "cpu_op" and not program.start <= e.start <= program.end + NESTING_SLACK_US
+    ]
+    if not outside:
+        return []
+    names = sorted({e.name for e in outside})[:5]
+    return [
+        f"{len(outside)} operator event(s) ran outside the program's window "
+        f"({', '.join(clean_text(n, 80) for n in names)}): work the count cannot reach"
     ]
 
 
@@ -652,15 +741,16 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
     if findings or program is None:
         return TraceFacts(findings=findings + program_findings)
     canaries = _canary_windows(events, nonce)
-    nesting = _Nesting.of(
-        events, set(windows), {index for indices in canaries.values() for index in indices}
-    )
+    canary_set = {index for indices in canaries.values() for index in indices}
+    keeps = {i for ids in _canary_windows(events, nonce, "bw_keep#").values() for i in ids}
+    nesting = _Nesting.of(events, set(windows), canary_set | keeps)
     facts = TraceFacts(
         syncs=[0] * steps,
         launches=[0] * steps,
         step_s=[(events[w].end - events[w].start) / 1e6 for w in windows],
         findings=_missing_canaries(events, nesting, windows, canaries)
-        + _work_in_canaries(events, nesting),
+        + _work_in_runner_windows(events, nesting, canary_set)
+        + _work_outside(events, program),
     )
     starts = [events[w].start for w in windows]
     children_us: dict[int, float] = defaultdict(float)
@@ -672,7 +762,7 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
         if (
             event.cat == "user_annotation"
             or not program.start <= event.start <= program.end
-            or nesting.in_canary[index]
+            or nesting.runner[index] is not None
         ):
             continue
         k = bisect_right(starts, event.start) - 1
@@ -807,6 +897,8 @@ class _Program:
         self.side: Side | None = None
         self.result: RunResult | None = None
         self.outputs: tuple[Any, Any] | None = None  # (node, value)
+        # Each command's outputs as its reply carried them: (node, blobs).
+        self.parts: dict[str, Any] = {"profiled": None, "unprofiled": None, "timed": []}
         self.host_reads: HostReads | None = None  # what the runner's hook saw
         self.trace_sha256: str | None = None  # the trace's digest, as the runner wrote it
         self.outputs_bytes = 0
@@ -909,18 +1001,74 @@ class _Program:
         self.measure.output = _output_text(result)
         _explain_failure(self.measure, result)
 
-    def fetch_outputs(self, cap: int) -> None:
-        reply = self.ask("outputs", {}, OUTPUTS_TIMEOUT_S, max_bytes=cap)
-        if reply is None:
-            return
+    def keep_outputs(self, reply: Reply, part: str) -> None:
+        """A reply's outputs, kept for ``assemble`` (a batch's go on the timed list)."""
         node = reply.header.get("value")
+        if part == "timed":
+            self.parts["timed"].append((node, reply.blobs))
+        else:
+            self.parts[part] = (node, reply.blobs)
+
+    def assemble(self, cap: int | None = None) -> None:
+        """Every call's outputs as one tree (the runner's replies put together, blob
+        indices renumbered), unpacked; ``cap`` bounds their bytes (the submission's, at
+        twice the reference's and some room)."""
+        if not self.alive:
+            return
+        blobs: list[memoryview] = []
+
+        def renumbered(part: Any) -> Any:
+            node, part_blobs = part
+            offset = len(blobs)
+            blobs.extend(part_blobs)
+            return _shift_blobs(node, offset)
+
         try:
-            self.outputs = (node, _OutputTree(reply.blobs).unpack(node))
-        except (ProtocolError, RuntimeError, ValueError, MemoryError) as exc:
+            profiled, unprofiled = self.parts["profiled"], self.parts["unprofiled"]
+            if profiled is None or unprofiled is None:
+                raise ProtocolError("a reply did not carry its outputs")
+            node = {
+                "k": "dict",
+                "items": [
+                    [{"k": "str", "v": "profiled"}, renumbered(profiled)],
+                    [{"k": "str", "v": "unprofiled"}, renumbered(unprofiled)],
+                    [
+                        {"k": "str", "v": "timed"},
+                        {"k": "list", "items": [renumbered(p) for p in self.parts["timed"]]},
+                    ],
+                ],
+            }
+            size = sum(blob.nbytes for blob in blobs)
+            if cap is not None and size > cap:
+                raise ProtocolError(f"its outputs take {size} bytes, over the {cap} allowed")
+            self.outputs = (node, _OutputTree(blobs).unpack(node))
+        except (ProtocolError, RuntimeError, ValueError, MemoryError, RecursionError) as exc:
             self.measure.fail("garbled", f"its outputs are malformed: {exc}")
             return
-        self.outputs_bytes = reply.size
+        self.outputs_bytes = size
         self.measure.outputs_ok = True
+
+
+def _shift_blobs(node: Any, offset: int, depth: int = 0) -> Any:
+    """A packed tree with its blob indices moved by ``offset``; ProtocolError when it is
+    not a tree (too deep, not made of nodes)."""
+    if depth > MAX_TREE_DEPTH + 4 or type(node) is not dict:
+        raise ProtocolError("the outputs are not a value tree")
+    if node.get("k") == "tensor":
+        blob = node.get("blob")
+        if not is_count(blob):
+            raise ProtocolError("bad blob index")
+        return {**node, "blob": blob + offset}
+    items = node.get("items")
+    if type(items) is not list:
+        return node
+    shifted = []
+    for item in items:
+        if type(item) is list:
+            shifted.append([_shift_blobs(x, offset, depth + 1) for x in item])
+        else:
+            shifted.append(_shift_blobs(item, offset, depth + 1))
+    return {**node, "items": shifted}
 
 
 def _explain_failure(measure: SideMeasure, result: RunResult) -> None:
@@ -989,9 +1137,10 @@ def _run(
         "cuda": spec.cuda,
     }
     with other.paused():
-        reply = program.ask("run", header, timeout_s)
+        reply = program.ask("run", header, timeout_s, max_bytes=REPLY_CAP)
     if reply is None:
         return
+    program.keep_outputs(reply, "profiled")
     if is_count(reply.header.get("cuda_peak_bytes")):
         program.measure.cuda_peak_bytes = reply.header["cuda_peak_bytes"]
     reads = _host_reads(reply.header.get("host_reads"), spec)
@@ -1002,7 +1151,9 @@ def _run(
     digest = reply.header.get("trace_sha256")
     program.trace_sha256 = digest if type(digest) is str and len(digest) == 64 else None
     with other.paused():
-        program.ask("check", {"seed": plan["unprofiled"]}, timeout_s)
+        checked = program.ask("check", {"seed": plan["unprofiled"]}, timeout_s, REPLY_CAP)
+    if checked is not None:
+        program.keep_outputs(checked, "unprofiled")
 
 
 @dataclass
@@ -1019,7 +1170,10 @@ class HostReads:
 def _read_counts(value: Any) -> dict[str, int] | None:
     if type(value) is not dict or len(value) > MAX_READ_LABELS:
         return None
-    if not all(type(k) is str and len(k) <= 100 and is_count(v) for k, v in value.items()):
+    if not all(
+        type(k) is str and len(k) <= 100 and is_count(v) and v <= MAX_READS
+        for k, v in value.items()
+    ):
         return None
     return {clean_text(k, 100): int(v) for k, v in value.items()}
 
@@ -1059,7 +1213,7 @@ def _timed_batch(
         before = program.cpu_s()
         began = time.perf_counter()
         header = {"batch": batch, "seeds": plan["timed"][batch]}
-        reply = program.ask("time", header, timeout_s)
+        reply = program.ask("time", header, timeout_s, max_bytes=REPLY_CAP)
         wall_s = time.perf_counter() - began
         after = program.cpu_s()
     if reply is None or before is None or after is None:
@@ -1074,6 +1228,7 @@ def _timed_batch(
         return False
     program.measure.inside_step_s += [float(x) for x in inside]
     program.measure.timed_step_s.append((wall_s if spec.cuda else after - before) / spec.steps)
+    program.keep_outputs(reply, "timed")
     return True
 
 
@@ -1226,10 +1381,11 @@ def _host_read_findings(measure: SideMeasure, spec: ProgramSpec, reads: HostRead
             "a Python thread the runner does not watch was alive in step(s) "
             f"{_ks(reads.unwatched_steps)}: its host reads cannot be counted"
         )
-    if spec.signal == "launches" and totals:
+    reads_of_tensors = {k: v for k, v in totals.items() if k not in WRAPS_HOST_MEMORY}
+    if spec.signal == "launches" and reads_of_tensors:
         measure.integrity.append(
             f"it moves work out of torch where the profiler cannot count it: it reads "
-            f"tensor memory on the host in the profiled steps ({_labels(totals)})"
+            f"tensor memory on the host in the profiled steps ({_labels(reads_of_tensors)})"
         )
 
 
@@ -1367,6 +1523,6 @@ def _measure(
     _run(submission, reference, spec, plan, nonce, timeout_s)
     if spec.signal == "step_time" and submission.alive:
         _time(reference, submission, spec, plan, timeout_s)
-    reference.fetch_outputs(REPLY_CAP)
+    reference.assemble()
     if reference.measure.outputs_ok:
-        submission.fetch_outputs(min(REPLY_CAP, 2 * reference.outputs_bytes + REPLY_ROOM))
+        submission.assemble(2 * reference.outputs_bytes + REPLY_ROOM)

@@ -35,8 +35,14 @@ What is recorded, under a label, whenever the *caller* is the program's code:
   ``sys.settrace``, ``sys.getprofile``, ``sys.gettrace``,
   ``threading.setprofile`` / ``settrace``, ``gc.get_objects`` /
   ``get_referrers`` / ``get_referents``, ``os.fork`` and the other ways of
-  starting a process. These are tampering findings wherever they happen while
-  the hook is on.
+  starting a process, and the dispatcher's redispatch (``OpOverload.redispatch``,
+  ``redispatch_boxed``), which runs an operator without recording it. These
+  are tampering findings wherever they happen while the hook is on.
+
+``torch.autograd._enable_record_function`` (the same switch in
+``torch._C._autograd``), which turns recording off for a thread while the
+profiler's session goes on, is replaced by a function that only reports the
+attempt.
 
 "The program's code" is every frame whose code is not torch's own or this
 runner's: the program's files, but also NumPy, the standard library and code
@@ -106,6 +112,25 @@ def _data_ptr(self: Any, *args: Any, **kwargs: Any) -> Any:
 def _untyped_storage(self: Any, *args: Any, **kwargs: Any) -> Any:
     return _C_UNTYPED_STORAGE(self, *args, **kwargs)
 
+
+# Switches that make operators run unrecorded, replaced by functions that only report
+# the attempt; the originals are kept nowhere (nothing the runner does needs them).
+# ``torch.autograd._enable_record_function(False)`` turns recording off for the
+# calling thread while the profiler's session, its windows and canaries go on.
+REFUSED: list[str] = []
+
+
+def _refused(label: str) -> Any:
+    def refused(*_args: Any, **_kwargs: Any) -> None:
+        if len(REFUSED) < 20:
+            REFUSED.append(label)
+
+    return refused
+
+
+for _owner in (torch._C._autograd, torch.autograd):
+    setattr(_owner, "_enable_record_function", _refused("torch.autograd._enable_record_function"))  # noqa: B010
+del _owner
 
 WRAPPED = {"tolist": _tolist, "numpy": _numpy, "data_ptr": _data_ptr}
 WRAPPED["untyped_storage"] = _untyped_storage
@@ -205,6 +230,7 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
             found[function.__name__].append((label, _same(function)))
     for name in ("from_address", "from_buffer", "from_buffer_copy"):
         found[name].append((f"ctypes.{name}", _ctypes_class_method))
+    found["redispatch_boxed"].append(("redispatch_boxed", lambda _bound: True))
     return dict(found)
 
 
@@ -235,6 +261,7 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
         ("ctypes.cast", ctypes.cast),
         ("threading.setprofile", threading.setprofile),
         ("threading.settrace", threading.settrace),
+        ("OpOverload.redispatch", torch._ops.OpOverload.redispatch),
     ]
     codes = {}
     for label, function in functions:
@@ -261,6 +288,9 @@ TAMPERING = frozenset(
         "os.posix_spawnp",
         "os.system",
         "_posixsubprocess.fork_exec",
+        # The dispatcher's redispatch runs an operator with no RecordFunction: unrecorded.
+        "OpOverload.redispatch",
+        "redispatch_boxed",
     }
 )
 
@@ -321,7 +351,12 @@ class Watch:
 
     def _record(self, label: str) -> None:
         if label in TAMPERING:
-            finding = f"the program called {label} ({self.where}): it may blind the runner's watch"
+            why = (
+                "it runs operators without recording them"
+                if "redispatch" in label
+                else "it may blind the runner's watch"
+            )
+            finding = f"the program called {label} ({self.where}): {why}"
             if finding not in self.violations and len(self.violations) < 20:
                 self.violations.append(finding)
             return
@@ -411,6 +446,10 @@ class Watch:
         _threading_setprofile(None)
         if _thread.start_new_thread is not self.thread_starter:
             self.violations.append("the runner's _thread.start_new_thread was replaced")
+        for label in dict.fromkeys(REFUSED):
+            self.violations.append(
+                f"the program called {label}: operators would run without being recorded"
+            )
         _thread.start_new_thread = _start_new_thread
 
     def report(self) -> dict[str, Any]:

@@ -415,7 +415,7 @@ def test_work_inside_the_canary_is_a_finding() -> None:
     }
     facts = analyse_trace(json.dumps(trace).encode(), 1, "n")
     assert facts.findings == [
-        "work ran inside the runner's canary op (3 operator event(s): aten::add, aten::item)"
+        "work ran inside the runner's own operators (3 operator event(s): aten::add, aten::item)"
     ]
 
 
@@ -463,3 +463,14 @@ def test_a_trace_nested_deep_is_counted_in_one_pass() -> None:
         event.update(pid=1, tid=1)
     facts = analyse_trace(json.dumps({"traceEvents": events}).encode(), 1, "n")
     assert facts.syncs == [1] and facts.launches == [1]
+
+
+def test_a_canary_numbered_with_a_digit_that_is_not_ascii_is_not_a_canary(
+    real_trace: dict[str, Any],
+) -> None:
+    nonce = _nonce(real_trace)
+    extra = {**real_trace["traceEvents"][0], "name": f"bw_canary#\u00b2/{nonce}"}
+    extra.update(ph="X", cat="user_annotation", ts=0, dur=1)
+    trace = {**real_trace, "traceEvents": [*real_trace["traceEvents"], extra]}
+    facts = analyse_trace(json.dumps(trace).encode(), 3, nonce)
+    assert facts.findings == [] and facts.syncs == [4, 4, 4]
