@@ -52,6 +52,15 @@ class Recipe:
     num_key_value_heads: int = 2
     max_position_embeddings: int = 4096
 
+    def parameters(self) -> int:
+        """About how many weights the model has: attention and MLP per layer, the
+        embeddings and the output head."""
+        head = self.hidden_size // max(self.num_attention_heads, 1)
+        attention = self.hidden_size * head * (2 * self.num_attention_heads)
+        attention += self.hidden_size * head * (2 * self.num_key_value_heads)
+        mlp = 3 * self.hidden_size * self.intermediate_size
+        return self.num_hidden_layers * (attention + mlp) + 2 * self.vocab_size * self.hidden_size
+
     def digest(self) -> str:
         """Names the built model: a cache of built models is keyed by it."""
         text = json.dumps(asdict(self), sort_keys=True) + CORPUS

@@ -11,6 +11,7 @@ import pytest
 
 from graders.serving.check import check_config
 from graders.serving.flags import FlagPolicy
+from graders.serving.tinymodel import Recipe
 
 ALLOWED = frozenset(
     {
@@ -49,7 +50,8 @@ def test_a_good_config_resolves_to_the_engine_vllm_would_build(model_dir: Path) 
     # 4 layers x 2 KV heads x 64 dims x 2 (K and V) x 2 bytes (bf16).
     assert engine["kv_bytes_per_token"] == 2048
     assert engine["kv_cache_tokens"] == KV_BYTES // 2048
-    assert engine["weights_bytes"] > 4_000_000
+    # bf16: two bytes a weight, and the recipe's count of them (2.6 M).
+    assert abs(engine["weights_bytes"] - 2 * Recipe().parameters()) < 100_000
 
 
 @pytest.mark.parametrize(
