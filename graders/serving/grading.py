@@ -1,0 +1,368 @@
+"""One serving grading: the reference config and the submission's, measured together.
+
+1. Both configs go through the three gates (``check.check_config``); a
+   submission whose config is refused gets ``compile_error`` with every
+   problem named by flag, and nothing starts. A refused reference is the
+   task's problem.
+2. Two sandboxes (``engine.Engine``), one engine each, started side by side
+   with the task's fixed arguments and the config's flags; the task's KV cache
+   size for each. An engine that does not come up is a verdict for the
+   submission (``memory_limit_exceeded`` when its sandbox hit its memory
+   limit, ``runtime_error`` with the end of the engine's log otherwise).
+3. A warm-up workload on each (its requests not counted), then ``runs``
+   measured runs per side, interleaved (reference, submission, submission,
+   reference, ...) so that a drift of the host's speed falls on both; the
+   other engine is frozen during each. Run ``i`` uses the same seed on both
+   sides: the same prompts, lengths and arrival times.
+4. vLLM's benchmark client does the measuring, with its metric definitions:
+   TTFT, TPOT (per request, (latency - TTFT) / (output tokens - 1)), ITL
+   (gaps between streamed chunks, pooled), E2EL, their percentiles,
+   throughput, and goodput (requests meeting every SLO, per second of the
+   run). SLO attainment is the share of the run's requests meeting every SLO.
+5. Score: the median goodput of the submission's runs over the reference's,
+   with a conservative interval from each side's bootstrap interval of its
+   median; the difference is ``significant`` only when the two sides'
+   intervals separate.
+
+Verdicts: ``accepted`` when the submission's engine served the workload with
+at most 1 % of requests failed and its median SLO attainment reaches the
+task's; ``wrong_answer`` when it served but missed the SLO; ``runtime_error``
+when it failed more than 1 % of requests (rejected ones included: a
+``max_model_len`` too short for the prompts) or died mid-run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graders import stats
+from graders.verdicts import Verdict
+from sandboxes.base import GiB, Sandbox
+
+from .check import check_config
+from .engine import Engine, EngineError, StartResult
+from .flags import FlagError, to_argv
+from .spec import ServingSpec, Workload
+
+MAX_FAILED_SHARE = 0.01
+PERCENTILES = "50,90,99"
+RUN_KEYS = (
+    "completed",
+    "failed",
+    "duration",
+    "request_throughput",
+    "request_goodput",
+    "output_throughput",
+    "total_input_tokens",
+    "total_output_tokens",
+)
+LATENCY_KEYS = tuple(
+    f"{stat}_{metric}_ms"
+    for metric in ("ttft", "tpot", "itl", "e2el")
+    for stat in ("mean", "median", "p90", "p99")
+)
+METRIC_SEMANTICS = {
+    "client": "vllm.benchmarks.serve (vLLM 0.32.0)",
+    "ttft": "time from sending the request to the first streamed token",
+    "tpot": "per request: (latency - ttft) / (output tokens - 1); percentiles over requests",
+    "itl": "gaps between successive streamed chunks, pooled over requests",
+    "e2el": "time from sending the request to its last token",
+    "goodput": "requests meeting every SLO, per second of the run",
+    "attainment": "share of the run's requests meeting every SLO",
+}
+
+
+@dataclass
+class Run:
+    """One measured run of one side: vLLM's figures, and what they imply."""
+
+    index: int
+    seed: int
+    figures: dict[str, float]
+    attainment: float
+    failed_share: float
+
+
+@dataclass
+class Side:
+    role: str
+    flags: dict[str, Any] = field(default_factory=dict)
+    engine: dict[str, Any] = field(default_factory=dict)  # vLLM's resolved settings
+    ready_s: float | None = None
+    runs: list[Run] = field(default_factory=list)
+    error: str = ""
+    error_kind: str = ""  # refused | start | memory | died | failed_requests
+    log: str = ""
+
+    def median(self, key: str) -> float | None:
+        values = [run.figures.get(key) for run in self.runs]
+        numbers = [float(v) for v in values if isinstance(v, int | float)]
+        return stats.median(numbers) if numbers else None
+
+
+@dataclass
+class ServingResult:
+    verdict: str
+    reason: str
+    reference: Side
+    submission: Side
+    config_errors: list[str] = field(default_factory=list)
+    goodput_ratio: float | None = None
+    goodput_ratio_ci: tuple[float, float] | None = None
+    significant: bool = False
+    attainment: float | None = None  # the submission's median
+    phases_s: dict[str, float] = field(default_factory=dict)
+    semantics: dict[str, str] = field(default_factory=lambda: dict(METRIC_SEMANTICS))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def workload_args(workload: Workload, spec: ServingSpec, *, seed: int, requests: int) -> list[str]:
+    """vLLM ``bench serve`` arguments for one run of the task's workload."""
+    if workload.dataset == "random":
+        data = [
+            "--dataset-name", "random",
+            "--random-input-len", str(workload.input_len),
+            "--random-output-len", str(workload.output_len),
+            "--random-range-ratio", str(workload.range_ratio),
+        ]  # fmt: skip
+    elif workload.dataset == "prefix":
+        data = [
+            "--dataset-name", "prefix_repetition",
+            "--prefix-repetition-prefix-len", str(workload.prefix_len),
+            "--prefix-repetition-suffix-len", str(workload.input_len),
+            "--prefix-repetition-num-prefixes", str(workload.prefixes),
+            "--prefix-repetition-output-len", str(workload.output_len),
+        ]  # fmt: skip
+    else:
+        raise NotImplementedError("length-distribution workloads are not run yet")
+    return [
+        *data,
+        "--num-prompts", str(requests),
+        "--request-rate", str(workload.rate),
+        "--burstiness", str(workload.burstiness),
+        "--seed", str(seed),
+        *(["--ignore-eos"] if workload.ignore_eos else []),
+        "--goodput", *spec.slo.goodput_args(),
+        "--percentile-metrics", "ttft,tpot,itl,e2el",
+        "--metric-percentiles", PERCENTILES,
+        "--temperature", "0",
+    ]  # fmt: skip
+
+
+def _run_of(reply: Mapping[str, Any], index: int, seed: int, requests: int) -> Run:
+    result = reply.get("result") or {}
+    keys = (*RUN_KEYS, *LATENCY_KEYS)
+    figures = {k: float(result[k]) for k in keys if isinstance(result.get(k), int | float)}
+    duration = figures.get("duration") or 0.0
+    good = figures.get("request_goodput", 0.0) * duration
+    failed = figures.get("failed", 0.0)
+    return Run(
+        index=index,
+        seed=seed,
+        figures=figures,
+        attainment=round(good / requests, 4) if requests else 0.0,
+        failed_share=failed / requests if requests else 0.0,
+    )
+
+
+def _start(engine: Engine, side: Side, argv: list[str], timeout_s: float) -> StartResult:
+    started = engine.start(argv, timeout_s)
+    side.ready_s = started.ready_s
+    if not started.ready:
+        side.error_kind, side.log = "start", started.log[-4000:]
+        side.error = (
+            f"the engine exited with status {started.exit_code} before it was ready"
+            if started.exit_code is not None
+            else f"the engine was not ready within {timeout_s:g} s"
+        )
+    return started
+
+
+def grade_serving(
+    spec: ServingSpec,
+    reference_config: Mapping[str, Any],
+    submission_config: Mapping[str, Any],
+    *,
+    model_dir: Path,
+    backend: Sandbox,
+    gpus: int = 0,
+) -> ServingResult:
+    """Measure both configs (see the module's docstring) and decide the verdict."""
+    phases: dict[str, float] = {}
+    began = time.monotonic()
+    kv_bytes = int(spec.kv_cache_gib * GiB)
+    reference, submission = Side("reference"), Side("submission")
+    checks = {}
+    for side, config in ((reference, reference_config), (submission, submission_config)):
+        check = check_config(
+            config,
+            spec.policy,
+            fixed=spec.fixed,
+            model_dir=model_dir,
+            gpus=gpus,
+            kv_cache_bytes=kv_bytes,
+        )
+        side.flags, side.engine = check.flags, check.engine
+        checks[side.role] = check
+    phases["config_check"] = round(time.monotonic() - began, 3)
+    result = ServingResult("", "", reference, submission, phases_s=phases)
+    if not checks["reference"].ok:
+        return _task_error(
+            result, "the reference config is refused: " + _listed(checks["reference"].errors)
+        )
+    if not checks["submission"].ok:
+        result.config_errors = [str(e) for e in checks["submission"].errors]
+        result.verdict = Verdict.COMPILE_ERROR.value
+        result.reason = "the engine config is refused: " + _listed(checks["submission"].errors)
+        return result
+    env = {"VLLM_CPU_KVCACHE_SPACE": _num(spec.kv_cache_gib)}
+    engines = [Engine(side.role, backend, model_dir, env=env) for side in (reference, submission)]
+    try:
+        _measure(spec, engines, (reference, submission), phases)
+    except EngineError as exc:
+        result.verdict, result.reason = Verdict.INTERNAL_ERROR.value, str(exc)
+        return result
+    finally:
+        teardown = time.monotonic()
+        for engine, side in zip(engines, (reference, submission), strict=True):
+            ended = engine.close()
+            if ended is not None and ended.memory_limit_hit and side.error_kind:
+                side.error_kind = "memory"
+                side.error = "the engine ran out of its sandbox's memory limit"
+        phases["teardown"] = round(time.monotonic() - teardown, 3)
+    return _decide(result, spec)
+
+
+def _measure(
+    spec: ServingSpec, engines: list[Engine], sides: tuple[Side, Side], phases: dict[str, float]
+) -> None:
+    workload = spec.workload
+    began = time.monotonic()
+    for engine in engines:
+        engine.open()
+    fixed = to_argv(spec.fixed)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        starts = [
+            pool.submit(
+                _start, engine, side, [*fixed, *to_argv(side.flags)], spec.startup_timeout_s
+            )
+            for engine, side in zip(engines, sides, strict=True)
+        ]
+        ready = [future.result().ready for future in starts]
+    phases["engine_start"] = round(time.monotonic() - began, 3)
+    if not all(ready):
+        return
+    began = time.monotonic()
+    if workload.warmup:
+        for index, engine in enumerate(engines):
+            other = engines[1 - index]
+            with other.paused():
+                engine.bench(
+                    workload_args(
+                        workload, spec, seed=workload.seed + 10_000, requests=workload.warmup
+                    ),
+                    timeout_s=_bench_timeout(workload, workload.warmup),
+                )
+    phases["warmup"] = round(time.monotonic() - began, 3)
+    began = time.monotonic()
+    for run in range(spec.runs):
+        order = (0, 1) if run % 2 == 0 else (1, 0)
+        seed = workload.seed + run
+        for index in order:
+            engine, side, other = engines[index], sides[index], engines[1 - index]
+            if side.error_kind:
+                continue
+            with other.paused():
+                reply = engine.bench(
+                    workload_args(workload, spec, seed=seed, requests=workload.requests),
+                    timeout_s=_bench_timeout(workload, workload.requests),
+                )
+            if not reply.get("engine_alive"):
+                side.error_kind, side.log = "died", str(reply.get("log") or "")[-4000:]
+                side.error = f"the engine stopped during run {run}"
+                continue
+            side.runs.append(_run_of(reply, run, seed, workload.requests))
+    phases["workload"] = round(time.monotonic() - began, 3)
+
+
+def _bench_timeout(workload: Workload, requests: int) -> float:
+    """Arrivals take requests / rate seconds; the rest is the engine's to finish."""
+    return 120.0 + 4.0 * requests / workload.rate
+
+
+def _decide(result: ServingResult, spec: ServingSpec) -> ServingResult:
+    reference, submission = result.reference, result.submission
+    if reference.error_kind:
+        return _task_error(result, f"the reference engine failed: {reference.error}")
+    ref_failed = max((run.failed_share for run in reference.runs), default=0.0)
+    if ref_failed > MAX_FAILED_SHARE:
+        return _task_error(result, f"the reference failed {ref_failed:.1%} of its requests")
+    if submission.error_kind:
+        verdict = (
+            Verdict.MEMORY_LIMIT_EXCEEDED
+            if submission.error_kind == "memory"
+            else Verdict.RUNTIME_ERROR
+        )
+        result.verdict, result.reason = verdict.value, submission.error
+        return result
+    failed = max((run.failed_share for run in submission.runs), default=1.0)
+    _score(result)
+    if failed > MAX_FAILED_SHARE:
+        submission.error_kind = "failed_requests"
+        result.verdict = Verdict.RUNTIME_ERROR.value
+        result.reason = (
+            f"the engine failed {failed:.1%} of the requests of a run (at most "
+            f"{MAX_FAILED_SHARE:.0%} allowed): it rejects or drops part of the workload"
+        )
+        return result
+    attainment = result.attainment or 0.0
+    wanted = spec.slo.attainment
+    ratio = (
+        f"goodput x{result.goodput_ratio:.3g} of the reference's" if result.goodput_ratio else ""
+    )
+    if attainment >= wanted:
+        result.verdict = Verdict.ACCEPTED.value
+        result.reason = f"meets the SLOs for {attainment:.0%} of requests; {ratio}"
+    else:
+        result.verdict = Verdict.WRONG_ANSWER.value
+        result.reason = (
+            f"meets the SLOs for {attainment:.0%} of requests, {wanted:.0%} wanted; {ratio}"
+        )
+    return result
+
+
+def _score(result: ServingResult) -> None:
+    ref = [run.figures.get("request_goodput", 0.0) for run in result.reference.runs]
+    sub = [run.figures.get("request_goodput", 0.0) for run in result.submission.runs]
+    result.attainment = stats.median([run.attainment for run in result.submission.runs])
+    if not ref or not sub:
+        return
+    ref_median, sub_median = stats.median(ref), stats.median(sub)
+    ref_ci = stats.bootstrap_median_ci(ref, seed=1)
+    sub_ci = stats.bootstrap_median_ci(sub, seed=2)
+    if ref_median > 0:
+        result.goodput_ratio = round(sub_median / ref_median, 4)
+        low, high = stats.ratio_interval(sub_ci, ref_ci)
+        result.goodput_ratio_ci = (round(low, 4), round(high, 4) if math.isfinite(high) else high)
+    result.significant = stats.intervals_separate(ref_ci, sub_ci)
+
+
+def _task_error(result: ServingResult, reason: str) -> ServingResult:
+    result.verdict, result.reason = Verdict.TASK_ERROR.value, reason
+    return result
+
+
+def _listed(errors: list[FlagError]) -> str:
+    return "; ".join(str(e) for e in errors[:10])
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)

@@ -1,0 +1,118 @@
+"""Serving gradings with real engines: the reference config against a submission's, in
+two sandboxes, interleaved runs of one workload measured by vLLM's own client."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders.serving.grading import ServingResult, grade_serving, workload_args
+from graders.serving.spec import ServingSpec
+from sandboxes import get_backend
+
+pytestmark = pytest.mark.slow
+
+MANIFEST: dict[str, Any] = {
+    "kind": "serving",
+    "hardware": "cpu",
+    "grading": {
+        "reference": "reference/engine.toml",
+        "allowed": ["max_num_seqs", "max_model_len", "enable_prefix_caching"],
+        "fixed": {"dtype": "bfloat16", "enforce_eager": True},
+        "kv_cache_gib": 1,
+        "runs": 3,
+        "startup_timeout_s": 300,
+        "model": {"tiny": {}},
+        "workload": {
+            "dataset": "random",
+            "input_len": 256,
+            "output_len": 16,
+            "rate": 6,
+            "requests": 18,
+            "warmup": 2,
+            "seed": 5,
+        },
+        "slo": {"ttft_ms": 1500, "tpot_ms": 300, "attainment": 0.8},
+    },
+}
+# One sequence at a time: under 6 requests a second, requests queue for their first token.
+REFERENCE = {"max_num_seqs": 1, "max_model_len": 1024}
+SPEC = ServingSpec.from_manifest(MANIFEST, {"reference/engine.toml": "max_num_seqs = 1\n"})
+
+
+def _grade(model_dir: Path, config: dict[str, Any]) -> ServingResult:
+    return grade_serving(SPEC, REFERENCE, config, model_dir=model_dir, backend=get_backend("bwrap"))
+
+
+@pytest.fixture(scope="module")
+def batched(model_dir: Path) -> ServingResult:
+    return _grade(model_dir, {"max_num_seqs": 16, "max_model_len": 1024})
+
+
+def test_a_config_that_batches_beats_one_that_serves_one_at_a_time(batched: ServingResult) -> None:
+    assert batched.verdict == "accepted", (batched.reason, batched.as_dict())
+    assert len(batched.reference.runs) == len(batched.submission.runs) == 3
+    assert batched.goodput_ratio is not None and batched.goodput_ratio > 1.0
+    low, high = batched.goodput_ratio_ci or (0, 0)
+    assert low <= batched.goodput_ratio <= high
+    assert batched.attainment is not None and batched.attainment >= 0.8
+
+
+def test_each_run_carries_vllms_figures_and_the_same_seed_on_both_sides(
+    batched: ServingResult,
+) -> None:
+    for ref_run, sub_run in zip(batched.reference.runs, batched.submission.runs, strict=True):
+        assert ref_run.seed == sub_run.seed
+        for run in (ref_run, sub_run):
+            assert run.figures["completed"] == 18 and run.figures["failed"] == 0
+            assert run.figures["total_output_tokens"] == 18 * 16  # ignore_eos
+            assert 0 < run.figures["median_ttft_ms"] <= run.figures["p99_ttft_ms"]
+    # One sequence at a time queues the first tokens: the reference's TTFT is worse.
+    assert batched.reference.median("median_ttft_ms") > batched.submission.median("median_ttft_ms")
+    assert batched.submission.engine["max_num_seqs"] == 16
+    assert set(batched.phases_s) >= {
+        "config_check",
+        "engine_start",
+        "warmup",
+        "workload",
+        "teardown",
+    }
+    assert "tpot" in batched.semantics
+
+
+def test_a_context_shorter_than_the_prompts_fails_its_requests(model_dir: Path) -> None:
+    result = _grade(model_dir, {"max_num_seqs": 16, "max_model_len": 128})
+    assert result.verdict == "runtime_error", result.reason
+    assert "failed 100.0% of the requests" in result.reason
+
+
+def test_a_refused_config_starts_nothing(model_dir: Path) -> None:
+    result = _grade(model_dir, {"max_num_seqs": 16, "block_size": 8})
+    assert result.verdict == "compile_error"
+    assert result.config_errors == [
+        "--block-size: is not one this task lets you set "
+        "(allowed: enable_prefix_caching, max_model_len, max_num_seqs)"
+    ]
+    assert result.reference.runs == [] and "engine_start" not in result.phases_s
+
+
+def test_the_workload_is_vllms_command_line() -> None:
+    args = workload_args(SPEC.workload, SPEC, seed=9, requests=18)
+    assert args[:8] == [
+        "--dataset-name", "random", "--random-input-len", "256",
+        "--random-output-len", "16", "--random-range-ratio", "0.0",
+    ][:8]  # fmt: skip
+    assert "--ignore-eos" in args and args[args.index("--seed") + 1] == "9"
+    assert args[args.index("--goodput") + 1 : args.index("--goodput") + 3] == [
+        "ttft:1500",
+        "tpot:300",
+    ]
+    prefix = copy.deepcopy(MANIFEST)
+    prefix["grading"]["workload"].update(dataset="prefix", prefix_len=128, prefixes=2)
+    spec = ServingSpec.from_manifest(prefix, {"reference/engine.toml": "max_num_seqs = 1\n"})
+    args = workload_args(spec.workload, spec, seed=1, requests=4)
+    assert args[:2] == ["--dataset-name", "prefix_repetition"]
+    assert args[args.index("--prefix-repetition-num-prefixes") + 1] == "2"
