@@ -1,0 +1,113 @@
+"""What one serving grading costs, phase by phase, and how much its score moves.
+
+    .venv/bin/python bench/serving.py [--gradings 5] [--requests 24] [--rate 6]
+
+Grades the same pair of configs ``--gradings`` times, each a whole serving
+grading (``graders.serving.grading``) with real vLLM engines in the bubblewrap
+sandbox: a reference that serves one sequence at a time against a
+submission that batches up to 16, on a random workload of 256-token prompts
+and 16-token answers. Prints per grading the seconds of each phase (config
+check, engine start, warm-up, workload, teardown) and the goodput ratio
+with its interval, then one line::
+
+    serving: N gradings, median T s (start S s, workload W s), ratio max/min R
+
+The aim on the 2-core development machine is max/min under 1.10 over five
+gradings. The host's load average is printed too: the engines share the
+machine with whatever else runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from graders.serving.grading import grade_serving  # noqa: E402
+from graders.serving.models import tiny_model  # noqa: E402
+from graders.serving.spec import ServingSpec  # noqa: E402
+from graders.serving.tinymodel import Recipe  # noqa: E402
+from sandboxes import get_backend  # noqa: E402
+
+REFERENCE = {"max_num_seqs": 1, "max_model_len": 1024}
+SUBMISSION = {"max_num_seqs": 16, "max_model_len": 1024}
+
+
+def manifest(requests: int, rate: float) -> dict:
+    return {
+        "kind": "serving",
+        "hardware": "cpu",
+        "grading": {
+            "reference": "reference/engine.toml",
+            "allowed": ["max_num_seqs", "max_model_len"],
+            "fixed": {"dtype": "bfloat16", "enforce_eager": True},
+            "runs": 3,
+            "model": {"tiny": {}},
+            "workload": {
+                "dataset": "random",
+                "input_len": 256,
+                "output_len": 16,
+                "rate": rate,
+                "requests": requests,
+                "warmup": 2,
+            },
+            "slo": {"ttft_ms": 1500, "tpot_ms": 300, "attainment": 0.8},
+        },
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gradings", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=24)
+    parser.add_argument("--rate", type=float, default=6.0)
+    args = parser.parse_args()
+    spec = ServingSpec.from_manifest(
+        manifest(args.requests, args.rate), {"reference/engine.toml": "max_num_seqs = 1\n"}
+    )
+    with tempfile.TemporaryDirectory() as cache:
+        model_dir = tiny_model(Recipe(), cache=Path(cache))
+        backend = get_backend("bwrap")
+        totals, starts, workloads, ratios = [], [], [], []
+        print(f"load average {os.getloadavg()[0]:.2f}")
+        print(f"{'grading':>7} {'check':>6} {'start':>6} {'warmup':>6} {'work':>6} "
+              f"{'down':>5} {'total':>6}  ratio [interval]  verdict")  # fmt: skip
+        for index in range(args.gradings):
+            began = time.monotonic()
+            result = grade_serving(
+                spec, REFERENCE, SUBMISSION, model_dir=model_dir, backend=backend
+            )
+            total = time.monotonic() - began
+            phases = result.phases_s
+            ratio = result.goodput_ratio or 0.0
+            low, high = result.goodput_ratio_ci or (0.0, 0.0)
+            print(
+                f"{index:>7} {phases.get('config_check', 0):6.1f} "
+                f"{phases.get('engine_start', 0):6.1f} {phases.get('warmup', 0):6.1f} "
+                f"{phases.get('workload', 0):6.1f} {phases.get('teardown', 0):5.1f} "
+                f"{total:6.1f}  {ratio:.3f} [{low:.3f}, {high:.3f}]  {result.verdict}"
+            )
+            totals.append(total)
+            starts.append(phases.get("engine_start", 0.0))
+            workloads.append(phases.get("workload", 0.0))
+            if ratio > 0:
+                ratios.append(ratio)
+    spread = max(ratios) / min(ratios) if ratios else float("nan")
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    start, work = statistics.median(starts), statistics.median(workloads)
+    print(
+        f"serving: {args.gradings} gradings, median {statistics.median(totals):.1f} s "
+        f"(start {start:.1f} s, workload {work:.1f} s), ratio max/min {spread:.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
