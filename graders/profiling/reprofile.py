@@ -21,8 +21,9 @@ How a grading runs
    imported; the profiler starts before the import; the runner's
    ``bw_program/<nonce>`` window spans the import, the warm-up calls and the
    ``steps`` profiled steps, each a ``ProfilerStep#k`` window closed by the
-   runner's canary op. The reply carries the sha256 of the trace the runner
-   wrote, before any program code runs again. Then ``check``: one unprofiled
+   runner's canary op. The reply carries the trace itself (written by torch's
+   C++, read back by the runner) and the steps' outputs, before any program
+   code runs again. Then ``check``: one unprofiled
    call on the grading's seed, whose inputs are made only then.
 3. For ``step_time`` only: ``repeats`` timed batches per side, in pairs that
    alternate which side goes first (reference, submission, submission,
@@ -33,8 +34,7 @@ How a grading runs
    steps' once the profiler has stopped), come back packed (the kernel
    harness's protocol) and are compared here, call by call, within the task's
    per-dtype tolerances (``graders.kernel.compare``). Each trace is collected
-   from the sandbox's work dir after it has ended, checked against the
-   digest the runner reported, and parsed here, with bounds.
+   from the ``run`` reply and parsed here, with bounds.
 
 The signals, counted from each trace over the program's window (an event
 belongs to it when it starts inside it, on any thread; what is nested in the
@@ -111,14 +111,16 @@ operator (work run inside the runner's op, by a dispatch mode or a kernel
 registered over ``aten::add``, would go uncounted); the runner's windows
 copying each step's outputs (``bw_keep#k/<nonce>``) hold only the views and
 copies that takes; no operator runs outside the program's window while the
-profiler records (work hidden in the profiler's own stop, say). The trace must be the
-bytes whose digest the runner reported before the program ran again: one
-rewritten afterwards (events cut, or a file built to crash or swamp the
-parser) is a finding, never parsed. A profiler stopped, restarted or switched off at
-any point of the profiled steps loses a canary or a window: torch records
-nothing after the session ends, a new session has none of the earlier events,
-and CPU collection switched off (``_toggle_collection_dynamic``) cannot be
-switched back on in an every-thread session. (Ending the session with
+profiler records (work hidden in the profiler's own stop, say). The trace
+leaves the process in the ``run`` reply, read back as soon as torch's C++
+wrote it: a file the program rewrites later is never read, and no audit hook
+of the program's can sit in the runner's open (the runner's own refuses
+them). A profiler
+stopped, restarted or switched off at any point of the profiled steps loses a
+canary or a window: torch records nothing after the session ends, a new
+session has none of the earlier events, and CPU collection switched off
+(``_toggle_collection_dynamic``) cannot be switched back on in an every-thread
+session. (Ending the session with
 ``torch.autograd._disable_profiler()`` leaves nothing to write, which the
 runner reports; restarting one inside a step window corrupted torch's heap
 here, a crash.) A trace that is missing or does not parse is a finding too. The
@@ -150,9 +152,9 @@ no longer the profile function at a step's end. Findings against the submission 
 
 What is not covered: the trace is written by the submission's process, so a
 program that reads the runner's nonce out of its own memory and writes a
-complete forged trace during its steps (before the runner's digest) is not
-caught by these checks; the outputs of every call are still checked, and
-step-time figures come from outside. Switching recording off
+complete forged trace during its steps is not caught by these checks; the
+outputs of every call are still checked, and step-time figures come from
+outside. Switching recording off
 (``torch.autograd._enable_record_function``, replaced in the process by a
 function that reports the attempt) and the dispatcher's redispatch
 (``OpOverload.redispatch``, ``redispatch_boxed``: operators run unrecorded)
@@ -189,7 +191,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import hashlib
 import math
 import random
 import re
@@ -230,7 +231,6 @@ RUNNER_DIR = Path(__file__).resolve().parent / "profile_runner"
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "kernel" / "harness"
 MOUNT = "/opt/benchwright"
 WORKDIR = "/work"
-TRACE_FILE = "out/trace.json"  # in the work dir; the runner's TRACE_PATH
 BOOTSTRAP = (
     f"import sys; sys.path.insert(0, {MOUNT!r}); from profile_runner.main import main; main()"
 )
@@ -317,6 +317,7 @@ COPY_OPERATORS = frozenset(
         "aten::_to_copy",
         "aten::copy_",
         "aten::empty_strided",
+        "aten::empty",
         "aten::contiguous",
         "aten::clone",
         "aten::empty_like",
@@ -882,7 +883,6 @@ def _request(
             (str(RUNNER_DIR), f"{MOUNT}/profile_runner"),
             (str(HARNESS_DIR), f"{MOUNT}/harness"),
         ],
-        collect=[TRACE_FILE],
         workdir=WORKDIR,
         gpus=(0,) if spec.cuda else (),
     )
@@ -900,8 +900,8 @@ class _Program:
         # Each command's outputs as its reply carried them: (node, blobs).
         self.parts: dict[str, Any] = {"profiled": None, "unprofiled": None, "timed": []}
         self.host_reads: HostReads | None = None  # what the runner's hook saw
-        self.trace_sha256: str | None = None  # the trace's digest, as the runner wrote it
         self.outputs_bytes = 0
+        self.check_bytes = 0  # the unprofiled call's reply
         try:
             self.side = Side.start(role, backend, request)
         except ValueError as exc:  # a file name that cannot be placed in the work dir
@@ -997,7 +997,6 @@ class _Program:
             return
         self.result = result = self.side.finish()
         self.measure.peak_memory_bytes = result.memory_peak_bytes
-        self.measure.trace = result.files.get(TRACE_FILE)
         self.measure.output = _output_text(result)
         _explain_failure(self.measure, result)
 
@@ -1126,8 +1125,10 @@ def _run(
     plan: dict[str, Any],
     nonce: str,
     timeout_s: float,
+    check_cap: int = REPLY_CAP,
 ) -> None:
-    """The profiled run, then (once the trace's digest is out) the unprofiled call."""
+    """The profiled run (its reply carries the trace), then the unprofiled call, whose
+    reply may take ``check_cap`` bytes."""
     header = {
         "seeds": {key: plan[key] for key in ("warmup", "profiled")},
         "nonce": nonce,
@@ -1140,6 +1141,12 @@ def _run(
         reply = program.ask("run", header, timeout_s, max_bytes=REPLY_CAP)
     if reply is None:
         return
+    trace_blob = reply.header.get("trace_blob")
+    if not is_count(trace_blob) or trace_blob != len(reply.blobs) - 1:
+        program.measure.fail("garbled", "its runner's reply does not carry the trace")
+        return
+    program.measure.trace = bytes(reply.blobs[trace_blob])
+    reply.blobs = reply.blobs[:trace_blob]
     program.keep_outputs(reply, "profiled")
     if is_count(reply.header.get("cuda_peak_bytes")):
         program.measure.cuda_peak_bytes = reply.header["cuda_peak_bytes"]
@@ -1148,11 +1155,10 @@ def _run(
         program.measure.fail("garbled", "its runner's report of host reads is malformed")
         return
     program.host_reads = reads
-    digest = reply.header.get("trace_sha256")
-    program.trace_sha256 = digest if type(digest) is str and len(digest) == 64 else None
     with other.paused():
-        checked = program.ask("check", {"seed": plan["unprofiled"]}, timeout_s, REPLY_CAP)
+        checked = program.ask("check", {"seed": plan["unprofiled"]}, timeout_s, check_cap)
     if checked is not None:
+        program.check_bytes = checked.size
         program.keep_outputs(checked, "unprofiled")
 
 
@@ -1162,6 +1168,7 @@ class HostReads:
     profiled step, and the steps during which a Python thread it does not watch ran."""
 
     at_import: dict[str, int]
+    between: dict[str, int]  # after a step's call, before the next step's
     warmup: list[dict[str, int]]
     steps: list[dict[str, int]]
     unwatched_steps: list[int]
@@ -1190,14 +1197,17 @@ def _host_reads(value: Any, spec: ProgramSpec) -> HostReads | None:
     if type(value) is not dict:
         return None
     at_import = _read_counts(value.get("import"))
+    between = _read_counts(value.get("between"))
     warmup = _count_list(value.get("warmup"), spec.warmup)
     steps = _count_list(value.get("steps"), spec.steps)
     unwatched = value.get("unwatched_steps")
-    if at_import is None or warmup is None or steps is None or type(unwatched) is not list:
+    if at_import is None or between is None or warmup is None or steps is None:
+        return None
+    if type(unwatched) is not list:
         return None
     if len(unwatched) > spec.steps or not all(is_count(k) and k < spec.steps for k in unwatched):
         return None
-    return HostReads(at_import, warmup, steps, [int(k) for k in unwatched])
+    return HostReads(at_import, between, warmup, steps, [int(k) for k in unwatched])
 
 
 def _timed_batch(
@@ -1298,12 +1308,6 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
     if data is None:
         measure.integrity.append("the run wrote no profiler trace")
         return
-    if program.trace_sha256 != hashlib.sha256(data).hexdigest():
-        measure.integrity.append(
-            "the profiler trace was changed after the runner wrote it (its sha256 is not "
-            "the one the runner reported)"
-        )
-        return
     try:
         facts = analyse_trace(data, spec.steps, nonce)
     except TraceTooLarge as exc:
@@ -1337,6 +1341,7 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
     outside = {
         "syncs": facts.syncs_outside
         + sum(reads.at_import.values())
+        + sum(reads.between.values())
         + sum(sum(counts.values()) for counts in reads.warmup),
         "launches": facts.launches_outside,
     }[spec.signal]
@@ -1354,7 +1359,7 @@ def _host_read_findings(measure: SideMeasure, spec: ProgramSpec, reads: HostRead
     what cannot be counted (see the module's docstring, "Integrity")."""
     measure.host_reads_per_step = [sum(counts.values()) for counts in reads.steps]
     totals: dict[str, int] = defaultdict(int)
-    for counts in reads.steps:
+    for counts in [*reads.steps, reads.between]:
         for label, count in counts.items():
             totals[label] += count
     measure.host_reads = dict(totals)
@@ -1520,7 +1525,11 @@ def _measure(
     _run(reference, submission, spec, plan, nonce, timeout_s)
     if not reference.alive:
         return
-    _run(submission, reference, spec, plan, nonce, timeout_s)
+    # The submission's unprofiled outputs may take twice the reference's and some room:
+    # a reply is held whole before its outputs are checked.
+    _run(
+        submission, reference, spec, plan, nonce, timeout_s, 2 * reference.check_bytes + REPLY_ROOM
+    )
     if spec.signal == "step_time" and submission.alive:
         _time(reference, submission, spec, plan, timeout_s)
     reference.assemble()

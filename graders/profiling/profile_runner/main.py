@@ -18,9 +18,9 @@ Commands, in the order the grader sends them:
    ``record_function("bw_keep#k/<nonce>")``, then the runner's own canary op (``aten::add`` of a
    one-element tensor to itself) inside
    ``record_function("bw_canary#k/<nonce>")``; close the program's window;
-   stop the profiler, write its Chrome trace to ``TRACE_PATH`` and reply with
-   the trace's sha256 and the steps' outputs, before any program code runs
-   again.
+   stop the profiler, which writes its Chrome trace to ``TRACE_PATH``, read it
+   back, and reply with the trace and the steps' outputs, before any program
+   code runs again.
 3. ``check``: the unprofiled call, on the grading's own seed, whose inputs are
    made only now; the reply carries its outputs.
 4. ``time`` (step-time tasks, once per timed batch): the batch's inputs, made
@@ -57,7 +57,6 @@ profiler stops, are findings.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sys
 import threading
@@ -67,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.utils._device as torch_device
 from harness import protocol
 from harness.main import read_message, send
 from harness.runner import describe, import_file, seed_everything
@@ -100,8 +100,16 @@ _autograd_profiler = torch.autograd.profiler
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _function_modes = torch._C._len_torch_function_stack
 _current_frames = sys._current_frames
-_sha256 = hashlib.sha256
 _os_open, _os_read, _os_close = os.open, os.read, os.close
+_DTYPE_NAMES = dict(protocol.DTYPE_NAMES)
+_pack_scalar = protocol.pack_scalar
+# torch._C.TensorBase is immutable: these are the C methods, whatever torch.Tensor holds.
+_TB = torch._C.TensorBase
+_detach, _to, _contiguous, _reshape = _TB.detach, _TB.to, _TB.contiguous, _TB.reshape
+_view, _numel, _as_numpy = _TB.view, _TB.numel, _TB.numpy
+# The one torch-function mode torch itself keeps pushed: torch.set_default_device's.
+_DeviceContext = torch_device.DeviceContext
+_function_mode_at = torch._C._get_function_stack_at
 
 # What a program must leave alone, by the name a finding gives it: (owner, attribute).
 _GUARDED: dict[str, tuple[Any, str]] = {
@@ -182,6 +190,16 @@ def _opaque(value: Any) -> dict[str, Any]:
     return {"k": "opaque", "cls": f"{kind.__module__}.{kind.__qualname__}", "what": what}
 
 
+def _tensor_bytes(tensor: Any) -> memoryview:
+    """A copy of a tensor's bytes, made with tensor methods captured from torch's C type
+    at start: a program that replaces ``torch.Tensor.detach`` (or any method) runs no
+    code of its own inside the runner's copy."""
+    flat = _reshape(_contiguous(_to(_detach(tensor), "cpu")), (-1,))
+    if _numel(flat) == 0:
+        return memoryview(b"")
+    return memoryview(_as_numpy(_view(flat, torch.uint8)).tobytes())
+
+
 def pack_value(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str, Any]:
     """A value tree of what a call returned: plain tensors (with their device type),
     lists, tuples, dicts with scalar keys, and scalars, each of exactly its builtin
@@ -191,12 +209,14 @@ def pack_value(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str,
         raise protocol.ProtocolError("value nested too deeply")
     kind = type(value)
     if kind is torch.Tensor:
-        if value.layout is not torch.strided or value.dtype not in protocol.DTYPE_NAMES:
+        dtype = _DTYPE_NAMES.get(value.dtype)
+        if value.layout is not torch.strided or dtype is None:
             return _opaque(value)
-        node = protocol.pack_tree(value, blobs)
+        blobs.append(_tensor_bytes(value))
+        node = {"k": "tensor", "dtype": dtype, "shape": list(value.shape), "blob": len(blobs) - 1}
         node["device"] = value.device.type
         return node
-    scalar = protocol.pack_scalar(value)
+    scalar = _pack_scalar(value)
     if scalar is not None:
         return scalar
     if kind is list or kind is tuple:
@@ -205,7 +225,7 @@ def pack_value(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str,
     if kind is dict:
         pairs = []
         for key, item in value.items():
-            key_node = protocol.pack_scalar(key)
+            key_node = _pack_scalar(key)
             if key_node is None:
                 return _opaque(value)
             pairs.append([key_node, pack_value(item, blobs, depth + 1)])
@@ -239,10 +259,7 @@ class Runner:
     def _keep(value: Any, blobs: list[memoryview]) -> dict[str, Any]:
         """A call's outputs, packed now with their bytes copied into ``blobs``: what the
         grader compares is what the call returned, whatever the program does later."""
-        start = len(blobs)
-        node = pack_value(value, blobs)
-        blobs[start:] = [memoryview(bytes(blob)) for blob in blobs[start:]]
-        return node
+        return pack_value(value, blobs)
 
     def run(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
         self.cuda = bool(header.get("cuda"))
@@ -256,6 +273,7 @@ class Runner:
             return {"raised": describe(exc, self.where), "violations": []}, []
         device = "cuda" if self.cuda else "cpu"
         canary = torch.zeros(1, device=device)
+        TRACE_PATH.parent.mkdir(parents=True, exist_ok=True)
         activities = [_activity.CPU] + ([_activity.CUDA] if self.cuda else [])
         profiler = _profile(
             activities=activities,
@@ -279,18 +297,19 @@ class Runner:
             except BaseException as exc:
                 error = describe(exc, "stop")
                 violations.append(f"the profiler could not be stopped ({error['type']})")
-        digest = _trace_digest()
         violations += self.watch.violations
+        trace = _read_trace()
+        blobs = blobs if raised is None else []
         reply: dict[str, Any] = {
             "raised": raised,
             "violations": violations,
             "host_reads": self.watch.report(),
-            "trace_sha256": digest,
             "value": {"k": "list", "items": outputs},
+            "trace_blob": len(blobs),
         }
         if self.cuda and torch.cuda.is_available():
             reply["cuda_peak_bytes"] = int(torch.cuda.max_memory_allocated())
-        return reply, blobs if raised is None else []
+        return reply, [*blobs, memoryview(trace)]
 
     def _profiled_steps(
         self,
@@ -358,7 +377,7 @@ class Runner:
                 # the step's device work is waited for here, so the window's length
                 # includes it.
                 with _record_function(CANARY_NAME.format(k=k, nonce=nonce)):
-                    if _dispatch_modes() or _function_modes():
+                    if _dispatch_modes() or _foreign_function_modes():
                         self.watch.violations.append(
                             f"a dispatch or torch-function mode was active at the end of "
                             f"step {k}: it could run work inside the runner's own operators"
@@ -376,8 +395,7 @@ class Runner:
         result = getattr(profiler.profiler, "kineto_results", None)
         if result is None or result.trace_start_ns() == 0:
             return ["the profiler's session had already ended when the runner stopped it"]
-        TRACE_PATH.parent.mkdir(parents=True, exist_ok=True)
-        result.save(str(TRACE_PATH))
+        result.save(TRACE_FILE)
         return []
 
     def check(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
@@ -417,21 +435,33 @@ class Runner:
         return {"raised": None, "inside_s": inside, "value": node}, blobs
 
 
-def _trace_digest() -> str | None:
-    """The sha256 of the trace as the runner wrote it, sent before program code runs
-    again: a trace changed on disk afterwards no longer matches. Read with functions
-    captured at start, not through anything the program could have replaced."""
+def _foreign_function_modes() -> int:
+    """Torch-function modes on the stack other than torch.set_default_device's."""
+    modes = (_function_mode_at(i) for i in range(_function_modes()))
+    return sum(type(mode) is not _DeviceContext for mode in modes)
+
+
+def _read_trace() -> bytes:
+    """The trace torch's C++ just wrote, read with functions captured at start (no
+    audit hook of the program's can sit in the open: the watch refuses them)."""
     try:
         fd = _os_open(TRACE_FILE, os.O_RDONLY)
     except OSError:
-        return None
-    digest = _sha256()
+        return b""
+    chunks = []
     try:
         while chunk := _os_read(fd, 1 << 20):
-            digest.update(chunk)
+            chunks.append(chunk)
     finally:
         _os_close(fd)
-    return digest.hexdigest()
+    return b"".join(chunks)
+
+
+# The runner's own functions, looked up by name as it runs: replaced, a finding.
+for _name in ("pack_value", "_tensor_bytes", "_opaque", "_read_trace", "_foreign_function_modes",
+              "changed", "_synchronize", "describe", "import_file", "seed_everything"):  # fmt: skip
+    _GUARDED[f"the runner's {_name}"] = (sys.modules[__name__], _name)
+    _ORIGINALS[f"the runner's {_name}"] = globals()[_name]
 
 
 def main() -> None:

@@ -65,6 +65,7 @@ and that no Python thread it does not watch is alive.
 
 from __future__ import annotations
 
+import _ctypes
 import _thread
 import contextlib
 import ctypes
@@ -80,6 +81,7 @@ from typing import Any
 import torch
 
 _setprofile = sys.setprofile
+_addaudithook = sys.addaudithook
 _getprofile = sys.getprofile
 _threading_setprofile = threading.setprofile
 _current_frames = sys._current_frames
@@ -95,6 +97,8 @@ _C_TOLIST = _TensorBase.tolist
 _C_NUMPY = _TensorBase.numpy
 _C_DATA_PTR = _TensorBase.data_ptr
 _C_UNTYPED_STORAGE = _TensorBase.untyped_storage
+_C_APPLY, _C_MAP, _C_MAP2 = _TensorBase.apply_, _TensorBase.map_, _TensorBase.map2_
+_C_CONST_DATA_PTR = getattr(_TensorBase, "const_data_ptr")  # noqa: B009 - not in the stubs
 
 
 def _tolist(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -132,8 +136,29 @@ for _owner in (torch._C._autograd, torch.autograd):
     setattr(_owner, "_enable_record_function", _refused("torch.autograd._enable_record_function"))  # noqa: B010
 del _owner
 
+
+def _apply_(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_APPLY(self, *args, **kwargs)
+
+
+def _map_(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_MAP(self, *args, **kwargs)
+
+
+def _map2_(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_MAP2(self, *args, **kwargs)
+
+
+def _const_data_ptr(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_CONST_DATA_PTR(self, *args, **kwargs)
+
+
+# Each passes the tensor's values (apply_, map_, map2_: element by element, to a Python
+# callable) or its address to Python without an operator.
 WRAPPED = {"tolist": _tolist, "numpy": _numpy, "data_ptr": _data_ptr}
 WRAPPED["untyped_storage"] = _untyped_storage
+WRAPPED |= {"apply_": _apply_, "map_": _map_, "map2_": _map2_}
+WRAPPED["const_data_ptr"] = _const_data_ptr
 for _name, _wrapper in WRAPPED.items():
     _wrapper.__doc__ = getattr(_TensorBase, _name).__doc__
     setattr(_Tensor, _name, _wrapper)
@@ -218,6 +243,8 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
         ("gc.get_objects", gc.get_objects),
         ("gc.get_referrers", gc.get_referrers),
         ("gc.get_referents", gc.get_referents),
+        ("sys.addaudithook", sys.addaudithook),
+        ("_ctypes.dlopen", _ctypes.dlopen),
     ]
     for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
         functions.append((f"os.{name}", getattr(os, name, None)))
@@ -262,6 +289,7 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
         ("threading.setprofile", threading.setprofile),
         ("threading.settrace", threading.settrace),
         ("OpOverload.redispatch", torch._ops.OpOverload.redispatch),
+        ("ctypes.CDLL", ctypes.CDLL.__init__),
     ]
     codes = {}
     for label, function in functions:
@@ -291,6 +319,16 @@ TAMPERING = frozenset(
         # The dispatcher's redispatch runs an operator with no RecordFunction: unrecorded.
         "OpOverload.redispatch",
         "redispatch_boxed",
+        # A hook on every audited call (open, exec, ...): the program's code inside the
+        # runner's own calls.
+        "sys.addaudithook",
+        # A native library: torch's C++ (recording switched off) or libc (threads no
+        # hook watches) within reach, below anything a Python hook sees.
+        "ctypes.CDLL",
+        "_ctypes.dlopen",
+        "ctypes.dlsym",
+        "sys._current_frames",
+        "subprocess.Popen",
     }
 )
 
@@ -314,6 +352,24 @@ def _codes_of(filename: str) -> set[types.CodeType]:
     return found
 
 
+# Audit events (raised from C, whoever calls: through map() too) that the watch takes
+# for tampering when the program's code raises them while it is on, by label.
+AUDITED = {
+    "ctypes.dlopen": "ctypes.CDLL",
+    "ctypes.dlsym": "ctypes.dlsym",
+    "sys.setprofile": "sys.setprofile",
+    "sys.settrace": "sys.settrace",
+    "sys._current_frames": "sys._current_frames",
+    "gc.get_objects": "gc.get_objects",
+    "gc.get_referrers": "gc.get_referrers",
+    "gc.get_referents": "gc.get_referents",
+    "os.fork": "os.fork",
+    "os.posix_spawn": "os.posix_spawn",
+    "os.system": "os.system",
+    "subprocess.Popen": "subprocess.Popen",
+}
+
+
 class Watch:
     """The profile hook and what it saw. Used by the runner only; its records are kept
     in the hook's closure rather than in this module's globals."""
@@ -323,6 +379,7 @@ class Watch:
         self.imported: dict[str, int] = {}
         self.warmup: list[dict[str, int]] = []
         self.steps: list[dict[str, int]] = []
+        self.between: dict[str, int] = {}  # after a step's call, before the next step
         self.counts = self.imported  # where reads go now
         self.violations: list[str] = []
         self.unwatched_steps: list[int] = []
@@ -333,6 +390,7 @@ class Watch:
         self.hook = self._make_hook()
         self.thread_hook = self._make_thread_hook()
         self.thread_starter: Any = None
+        _addaudithook(self._make_audit_hook())
 
     def _programs(self, code: types.CodeType) -> bool:
         """Whether code is the program's (anything but torch's or the runner's own)."""
@@ -390,6 +448,32 @@ class Watch:
 
         return hook
 
+    def _make_audit_hook(self) -> Any:
+        """An audit hook, added before any program code exists: it refuses every later
+        audit hook (so that no code of the program's runs inside the runner's own
+        audited calls, such as the open of the trace), and records the events of
+        ``AUDITED`` that the program's code raises while the watch is on."""
+        audited, getframe = AUDITED, sys._getframe
+        busy = [False]
+
+        def audit(event: str, _args: Any) -> None:
+            if event == "sys.addaudithook":
+                if len(REFUSED) < 20:
+                    REFUSED.append("sys.addaudithook")
+                raise RuntimeError("the profile runner refuses audit hooks")
+            label = audited.get(event)
+            if label is None or not self.active or busy[0]:
+                return
+            busy[0] = True
+            try:
+                caller = getframe(1)
+                if self._programs(caller.f_code):
+                    self._record(label)
+            finally:
+                busy[0] = False
+
+        return audit
+
     def _make_thread_hook(self) -> Any:
         def thread_hook(frame: types.FrameType, event: str, arg: Any) -> None:
             self.watched.add(_get_ident())
@@ -429,7 +513,7 @@ class Watch:
 
     def end_step(self, k: int) -> None:
         """After profiled step k's call: the hook still in place, no unwatched thread."""
-        self.where, self.counts = "between the steps", {}
+        self.where, self.counts = "between the steps", self.between
         if _getprofile() is not self.hook:
             self.violations.append(
                 f"the runner's profile hook was removed or replaced during step {k}"
@@ -447,14 +531,18 @@ class Watch:
         if _thread.start_new_thread is not self.thread_starter:
             self.violations.append("the runner's _thread.start_new_thread was replaced")
         for label in dict.fromkeys(REFUSED):
-            self.violations.append(
-                f"the program called {label}: operators would run without being recorded"
+            why = (
+                "its code would run inside the runner's own calls"
+                if label == "sys.addaudithook"
+                else "operators would run without being recorded"
             )
+            self.violations.append(f"the program called {label}: {why}")
         _thread.start_new_thread = _start_new_thread
 
     def report(self) -> dict[str, Any]:
         return {
             "import": dict(self.imported),
+            "between": dict(self.between),
             "warmup": [dict(counts) for counts in self.warmup],
             "steps": [dict(counts) for counts in self.steps],
             "unwatched_steps": list(self.unwatched_steps),
