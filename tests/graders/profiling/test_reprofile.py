@@ -399,9 +399,6 @@ def test_an_event_whose_category_is_not_a_string_is_skipped_not_a_crash(category
 
 
 def test_work_inside_the_canary_is_a_finding() -> None:
-    def event(name: str, cat: str, ts: float, dur: float) -> dict[str, Any]:
-        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
-
     trace = {
         "traceEvents": [
             event("bw_program/n", "user_annotation", 0, 100),
@@ -419,10 +416,12 @@ def test_work_inside_the_canary_is_a_finding() -> None:
     ]
 
 
-def test_nested_reads_count_once_by_their_innermost_event() -> None:
-    def event(name: str, cat: str, ts: float, dur: float) -> dict[str, Any]:
-        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+def event(name: str, cat: str, ts: float, dur: float) -> dict[str, Any]:
+    """A complete event of a hand-written trace, all on one thread."""
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
 
+
+def test_nested_reads_count_once_by_their_innermost_event() -> None:
     trace = {
         "traceEvents": [
             event("bw_program/n", "user_annotation", 0, 100),
