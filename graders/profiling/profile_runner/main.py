@@ -15,8 +15,8 @@ Commands, in the order the grader sends them:
    program; run the warm-up calls, then each profiled step inside
    ``record_function("ProfilerStep#k")``: the call, then a copy of what it
    returned (packed, its bytes copied) inside
-   ``record_function("bw_keep#k/<nonce>")``, then the runner's own canary op (``aten::add`` of a
-   one-element tensor to itself) inside
+   ``record_function("bw_keep#k/<nonce>")``, then the runner's own canary op
+   (``aten::add`` of a one-element tensor to itself) inside
    ``record_function("bw_canary#k/<nonce>")``; close the program's window;
    stop the profiler, which writes its Chrome trace to ``TRACE_PATH``, read it
    back, and reply with the trace and the steps' outputs, before any program
@@ -201,10 +201,11 @@ def _tensor_bytes(tensor: Any) -> memoryview:
 
 
 def pack_value(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str, Any]:
-    """A value tree of what a call returned: plain tensors (with their device type),
-    lists, tuples, dicts with scalar keys, and scalars, each of exactly its builtin
-    type; anything else becomes an ``opaque`` leaf that names its type, for the grader
-    to refuse."""
+    """A value tree of what a call returned, its tensors' bytes copied into ``blobs``
+    (what the grader compares is what the call returned, whatever the program does
+    later): plain tensors (with their device type), lists, tuples, dicts with scalar
+    keys, and scalars, each of exactly its builtin type; anything else becomes an
+    ``opaque`` leaf that names its type, for the grader to refuse."""
     if depth > protocol.MAX_TREE_DEPTH:
         raise protocol.ProtocolError("value nested too deeply")
     kind = type(value)
@@ -254,12 +255,6 @@ class Runner:
     def _call(self, seed: int, args: tuple[Any, ...]) -> Any:
         seed_everything(seed)
         return self.entry(*args)
-
-    @staticmethod
-    def _keep(value: Any, blobs: list[memoryview]) -> dict[str, Any]:
-        """A call's outputs, packed now with their bytes copied into ``blobs``: what the
-        grader compares is what the call returned, whatever the program does later."""
-        return pack_value(value, blobs)
 
     def run(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
         self.cuda = bool(header.get("cuda"))
@@ -370,7 +365,7 @@ class Runner:
                 # The runner's copy, left out of the counts; the grader checks that the
                 # window holds only the views and copies it takes.
                 with _record_function(KEEP_NAME.format(k=k, nonce=nonce)):
-                    outputs.append(self._keep(out, blobs))
+                    outputs.append(pack_value(out, blobs))
                 del out
                 # Inside the step window, so that a profiler stopped during the step
                 # shows; the grader checks that it holds the canary op alone. On CUDA
@@ -408,7 +403,7 @@ class Runner:
             self.where = "unprofiled run"
             out = self._call(seed, args)
             self.where = "packing the outputs"
-            node = self._keep(out, blobs)
+            node = pack_value(out, blobs)
         except BaseException as exc:
             return {"raised": describe(exc, self.where)}, []
         return {"raised": None, "value": node, "violations": changed("at the end")}, blobs
@@ -429,7 +424,7 @@ class Runner:
                     _synchronize()
                 inside.append(_perf_counter() - began)
             self.where = "packing the outputs"
-            node = {"k": "list", "items": [self._keep(out, blobs) for out in outputs]}
+            node = {"k": "list", "items": [pack_value(out, blobs) for out in outputs]}
         except BaseException as exc:
             return {"raised": describe(exc, self.where), "inside_s": inside}, []
         return {"raised": None, "inside_s": inside, "value": node}, blobs
