@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,31 +46,56 @@ def check_config(
     kv_cache_bytes: int = 0,
 ) -> ConfigCheck:
     """Every problem of a config, each naming its flag; nothing is started."""
-    flags, errors = policy.check(config)
-    if errors:
-        return ConfigCheck(flags, errors)
-    request = {
-        "flags": flags,
-        "fixed": dict(fixed),
-        "model": str(model_dir),
-        "gpus": gpus,
-        "kv_cache_bytes": kv_cache_bytes,
-    }
-    answer = _run_engine_check(request)
-    found = [
-        FlagError(str(item.get("flag") or "config"), str(item.get("message") or ""))
-        for item in answer.get("errors") or []
+    return check_configs(
+        [config], policy, fixed=fixed, model_dir=model_dir, gpus=gpus, kv_cache_bytes=kv_cache_bytes
+    )[0]
+
+
+def check_configs(
+    configs: Sequence[Mapping[str, Any]],
+    policy: FlagPolicy,
+    *,
+    fixed: Mapping[str, Any],
+    model_dir: Path,
+    gpus: int = 0,
+    kv_cache_bytes: int = 0,
+) -> list[ConfigCheck]:
+    """``check_config`` for several configs, with one run of vLLM's checks for all the
+    configs the platform's gate passes."""
+    checks = []
+    for config in configs:
+        flags, errors = policy.check(config)
+        checks.append(ConfigCheck(flags, errors))
+    asked = [check for check in checks if check.ok]
+    if not asked:
+        return checks
+    requests = [
+        {
+            "flags": check.flags,
+            "fixed": dict(fixed),
+            "model": str(model_dir),
+            "gpus": gpus,
+            "kv_cache_bytes": kv_cache_bytes,
+        }
+        for check in asked
     ]
-    return ConfigCheck(flags, found, dict(answer.get("engine") or {}))
+    answers = _run_engine_check(requests)
+    for check, answer in zip(asked, answers, strict=True):
+        check.errors = [
+            FlagError(str(item.get("flag") or "config"), str(item.get("message") or ""))
+            for item in answer.get("errors") or []
+        ]
+        check.engine = dict(answer.get("engine") or {})
+    return checks
 
 
-def _run_engine_check(request: Mapping[str, Any]) -> dict[str, Any]:
+def _run_engine_check(requests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     if not serving_python().exists():
         raise CheckUnavailable(f"no serving environment at {serving_python().parent.parent}")
     try:
         completed = subprocess.run(
             [str(serving_python()), "-m", "graders.serving.engine_check"],
-            input=json.dumps(request).encode(),
+            input=json.dumps(list(requests)).encode(),
             cwd=ROOT,
             env={
                 "PATH": "/usr/bin:/bin",
@@ -90,7 +115,12 @@ def _run_engine_check(request: Mapping[str, Any]) -> dict[str, Any]:
         answer = json.loads(lines[-1]) if lines else None
     except json.JSONDecodeError:
         answer = None
-    if completed.returncode != 0 or not isinstance(answer, dict):
+    if (
+        completed.returncode != 0
+        or not isinstance(answer, list)
+        or len(answer) != len(requests)
+        or not all(isinstance(item, dict) for item in answer)
+    ):
         tail = completed.stderr.decode(errors="replace")[-2000:]
         raise CheckUnavailable(f"vLLM's config check failed: {tail}")
     return answer

@@ -180,9 +180,11 @@ def _budget(config: Any, request: dict[str, Any], flags: dict[str, Any]) -> dict
 
 
 def main() -> int:
+    """One request, or a list of them (one answer each, in order): a grading checks the
+    reference's config and the submission's with one start of vLLM's imports."""
     request = json.loads(sys.stdin.read())
     # vLLM logs to stdout and stderr as it builds configs: the answer is the last line.
-    answer = check(request)
+    answer = [check(r) for r in request] if isinstance(request, list) else check(request)
     sys.stdout.write("\n" + json.dumps(answer) + "\n")
     return 0
 

@@ -45,7 +45,7 @@ from graders import stats
 from graders.verdicts import Verdict
 from sandboxes.base import GiB, Sandbox
 
-from .check import check_config
+from .check import check_configs
 from .engine import Engine, EngineError, StartResult
 from .flags import FlagError, to_argv
 from .spec import ServingSpec, Workload
@@ -200,18 +200,17 @@ def grade_serving(
     began = time.monotonic()
     kv_bytes = int(spec.kv_cache_gib * GiB)
     reference, submission = Side("reference"), Side("submission")
-    checks = {}
-    for side, config in ((reference, reference_config), (submission, submission_config)):
-        check = check_config(
-            config,
-            spec.policy,
-            fixed=spec.fixed,
-            model_dir=model_dir,
-            gpus=gpus,
-            kv_cache_bytes=kv_bytes,
-        )
+    checked = check_configs(
+        [reference_config, submission_config],
+        spec.policy,
+        fixed=spec.fixed,
+        model_dir=model_dir,
+        gpus=gpus,
+        kv_cache_bytes=kv_bytes,
+    )
+    checks = {"reference": checked[0], "submission": checked[1]}
+    for side, check in zip((reference, submission), checked, strict=True):
         side.flags, side.engine = check.flags, check.engine
-        checks[side.role] = check
     phases["config_check"] = round(time.monotonic() - began, 3)
     result = ServingResult("", "", reference, submission, phases_s=phases)
     if not checks["reference"].ok:

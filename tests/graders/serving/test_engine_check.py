@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from graders.serving.check import check_config
+from graders.serving.check import ConfigCheck, check_config, check_configs
 from graders.serving.flags import FlagPolicy
 from graders.serving.tinymodel import Recipe
 
@@ -54,25 +54,36 @@ def test_a_good_config_resolves_to_the_engine_vllm_would_build(model_dir: Path) 
     assert abs(engine["weights_bytes"] - 2 * Recipe().parameters()) < 100_000
 
 
-@pytest.mark.parametrize(
-    ("config", "flag", "message"),
-    [
-        ({"max_num_seq": 4}, "max_num_seq", "did you mean --max-num-seqs?"),
-        ({"max_num_seqs": "many"}, "max_num_seqs", "invalid int value: 'many'"),
-        ({"max_num_seqs": 0}, "max_num_seqs", "greater than or equal to 1"),
-        ({"enable_prefix_caching": "yes"}, "enable_prefix_caching", "must be true or false"),
-        (
-            {"max_num_batched_tokens": 100, "enable_chunked_prefill": False},
-            "max_num_batched_tokens",
-            "is smaller than max_model_len",
-        ),
-        ({"tensor_parallel_size": 2}, "tensor_parallel_size", "needs 2 devices"),
-    ],
-)
-def test_vllms_checks_name_the_flag_they_refuse(
-    model_dir: Path, config: dict[str, Any], flag: str, message: str
-) -> None:
-    result = _check(model_dir, config)
+REFUSED = [
+    ({"max_num_seq": 4}, "max_num_seq", "did you mean --max-num-seqs?"),
+    ({"max_num_seqs": "many"}, "max_num_seqs", "invalid int value: 'many'"),
+    ({"max_num_seqs": 0}, "max_num_seqs", "greater than or equal to 1"),
+    ({"enable_prefix_caching": "yes"}, "enable_prefix_caching", "must be true or false"),
+    (
+        {"max_num_batched_tokens": 100, "enable_chunked_prefill": False},
+        "max_num_batched_tokens",
+        "is smaller than max_model_len",
+    ),
+    ({"tensor_parallel_size": 2}, "tensor_parallel_size", "needs 2 devices"),
+]
+
+
+@pytest.fixture(scope="module")
+def refused(model_dir: Path) -> list[ConfigCheck]:
+    """Every refused config, checked in one run of vLLM's checks."""
+    return check_configs(
+        [config for config, _, _ in REFUSED],
+        FlagPolicy(allowed=ALLOWED),
+        fixed=FIXED,
+        model_dir=model_dir,
+        kv_cache_bytes=KV_BYTES,
+    )
+
+
+@pytest.mark.parametrize("case", range(len(REFUSED)), ids=[flag for _, flag, _ in REFUSED])
+def test_vllms_checks_name_the_flag_they_refuse(refused: list[ConfigCheck], case: int) -> None:
+    _, flag, message = REFUSED[case]
+    result = refused[case]
     assert not result.ok
     assert any(e.flag == flag and message in e.message for e in result.errors), result.errors
 
