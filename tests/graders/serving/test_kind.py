@@ -1,0 +1,86 @@
+"""The serving kind's contract: what solvers see of a task and of a report, the report
+of a config refused before anything starts (a real grading's), metrics and rules."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from graders.serving.kind import ServingKind
+from tests.graders.serving.test_spec import FILES, MANIFEST
+
+KIND = ServingKind()
+
+
+def _message(files: dict[str, str]) -> dict[str, Any]:
+    return {"manifest": copy.deepcopy(MANIFEST), "task_files": FILES, "submission_files": files}
+
+
+def test_solvers_see_how_they_are_measured_but_not_the_reference() -> None:
+    public = KIND.public_grading(MANIFEST["grading"], shown_paths=[])
+    assert "reference" not in public
+    assert public["slo"] == MANIFEST["grading"]["slo"]
+    assert public["allowed"] == MANIFEST["grading"]["allowed"]
+
+
+@pytest.mark.parametrize(
+    ("files", "reason"),
+    [
+        ({"config.yaml": "x: 1"}, "no engine.toml in the submission (config.yaml)"),
+        ({"engine.toml": "max_num_seqs = = 2"}, "engine.toml: config: is not TOML"),
+        ({"engine.toml": "# nothing\n"}, "engine.toml: config: sets no flag"),
+    ],
+)
+def test_a_submission_that_is_not_a_config_is_refused_before_anything_runs(
+    files: dict[str, str], reason: str
+) -> None:
+    report = KIND.grade(_message(files), backend_name="bwrap")
+    assert report["verdict"] == "compile_error"
+    assert reason in report["reason"]
+
+
+@pytest.fixture(scope="module")
+def refused() -> dict[str, Any]:
+    """A real grading of a config with a flag the task does not allow (vLLM checks the
+    reference's; no engine starts)."""
+    files = {"engine.toml": "max_num_seqs = 8\nblock_size = 16\n"}
+    return KIND.grade(_message(files), backend_name="bwrap")
+
+
+def test_a_refused_flag_is_named_in_the_report_and_to_the_solver(refused: dict[str, Any]) -> None:
+    assert refused["verdict"] == "compile_error", refused["reason"]
+    assert "--block-size: is not one this task lets you set" in refused["reason"]
+    public = KIND.public_report(refused)
+    assert public["config_errors"] == refused["serving"]["config_errors"]
+    assert public["submission"]["flags"] == {"max_num_seqs": 8}  # the flags that passed
+    # The reference's flags are the author's: never shown.
+    assert "flags" not in public["reference"]
+    assert "max_num_batched_tokens" not in str(public["reference"])
+
+
+def test_a_refused_config_has_no_figures_and_fails_the_valid_config_rule(
+    refused: dict[str, Any],
+) -> None:
+    assert set(KIND.metrics_of(refused).values()) == {None}
+    ok, why = KIND.score_rule({"type": "valid_config"}, report=refused, on_target=True)
+    assert not ok and "compile_error" in why
+    ok, _ = KIND.score_rule(
+        {"type": "goodput_ratio", "at_least": 1.0}, report=refused, on_target=True
+    )
+    assert not ok
+    assert any(line.startswith("config:      --block-size") for line in KIND.summary_lines(refused))
+
+
+@pytest.mark.parametrize(
+    ("rule", "problems"),
+    [
+        ({"type": "goodput_ratio", "at_least": 1.2}, []),
+        ({"type": "goodput_ratio", "at_least": 0}, ["at_least"]),
+        ({"type": "slo_attainment", "at_least": 1.5}, ["at_least"]),
+        ({"type": "goodput_ratio", "at_least": 1.1, "significant": "yes"}, ["significant"]),
+    ],
+)
+def test_rule_parameters_are_checked(rule: dict[str, Any], problems: list[str]) -> None:
+    assert [name for name, _ in KIND.check_kind_rule(rule)] == problems
