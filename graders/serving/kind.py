@@ -191,6 +191,8 @@ class ServingKind(TaskKind):
         for role in ("reference", "submission"):
             side = _side(report, role)
             shown[role] = {key: side[key] for key in PUBLIC_SIDE_KEYS if key in side}
+        # vLLM's resolved settings of the reference engine would spell out its config.
+        shown["reference"].pop("engine", None)
         submission = _side(report, "submission")
         shown["submission"]["flags"] = submission.get("flags", {})
         shown["submission"]["log"] = str(submission.get("log") or "")[-4000:]
