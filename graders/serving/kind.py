@@ -9,11 +9,18 @@ the worker come first. The grading itself is ``grading.py``; the table,
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from graders.contract import GradingTableError, Metric, RuleType, TaskKind
+from graders.contract import (
+    GradingTableError,
+    Metric,
+    RuleType,
+    TaskFileInfo,
+    TaskKind,
+    ValidationCandidate,
+)
 from graders.reports import report_number
 from graders.verdicts import Verdict
 from graders.worker import CannotGrade, message_files, ready_backend
@@ -24,6 +31,7 @@ from .spec import ServingSpec
 # Must beat the reference with separated intervals, not only serve within the SLOs:
 # what validation asks of the expert's config.
 MUST_BEAT = "must_beat_reference"
+REFERENCE = "(reference config)"
 PUBLIC_GRADING_KEYS = (
     "engine",
     "engine_version",
@@ -130,6 +138,38 @@ class ServingKind(TaskKind):
     ) -> dict[str, Any]:
         """What a solver is measured by; never the reference config's path or flags."""
         return {key: grading[key] for key in PUBLIC_GRADING_KEYS if key in grading}
+
+    def validation_candidates(
+        self, manifest: Mapping[str, Any], files: Sequence[TaskFileInfo]
+    ) -> list[ValidationCandidate]:
+        """The expert's config, which must be accepted and beat the reference with
+        separated intervals; each negative (an invalid config, one that misses the SLO
+        or fails requests), with its expected verdict; and the reference config itself,
+        which must serve the workload within the SLOs at the task's rate. Each is graded
+        under the submission's file name."""
+        texts = {f.path: f.text for f in files}
+        try:
+            spec = ServingSpec.from_manifest(manifest, texts)
+            name, reference = spec.submission, spec.reference
+        except GradingTableError:
+            name, reference = "engine.toml", ""
+        candidates = [
+            ValidationCandidate(
+                c.path,
+                c.role,
+                c.expected_verdict,
+                {name: next(iter(c.submission_files.values()))},
+                {MUST_BEAT: True} if c.role == "solution" else {},
+            )
+            for c in super().validation_candidates(manifest, files)
+        ]
+        if reference in texts:
+            candidates.append(
+                ValidationCandidate(
+                    REFERENCE, "reference", Verdict.ACCEPTED.value, {name: texts[reference]}
+                )
+            )
+        return candidates
 
     # -- grading ----------------------------------------------------------------------
 

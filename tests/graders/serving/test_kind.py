@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from graders.contract import TaskFileInfo
 from graders.serving.kind import ServingKind
 from tests.graders.serving.test_spec import FILES, MANIFEST
 
@@ -84,3 +85,26 @@ def test_a_refused_config_has_no_figures_and_fails_the_valid_config_rule(
 )
 def test_rule_parameters_are_checked(rule: dict[str, Any], problems: list[str]) -> None:
     assert [name for name, _ in KIND.check_kind_rule(rule)] == problems
+
+
+def test_validation_grades_the_expert_to_beat_the_reference_and_the_reference_itself() -> None:
+    files = [
+        TaskFileInfo("reference/engine.toml", "other", "", FILES["reference/engine.toml"]),
+        TaskFileInfo("solution/engine.toml", "solution", "", "max_num_batched_tokens = 512\n"),
+        TaskFileInfo("bad/bogus.toml", "negative", "compile_error", "block_size = 16\n"),
+    ]
+    candidates = KIND.validation_candidates(MANIFEST, files)
+    by_path = {c.path: c for c in candidates}
+    assert [c.path for c in candidates] == [
+        "solution/engine.toml",
+        "bad/bogus.toml",
+        "(reference config)",
+    ]
+    expert = by_path["solution/engine.toml"]
+    assert expert.expected_verdict == "accepted"
+    assert expert.overrides == {"must_beat_reference": True}
+    assert expert.submission_files == {"engine.toml": "max_num_batched_tokens = 512\n"}
+    assert by_path["bad/bogus.toml"].expected_verdict == "compile_error"
+    reference = by_path["(reference config)"]
+    assert reference.expected_verdict == "accepted" and reference.overrides == {}
+    assert reference.submission_files == {"engine.toml": FILES["reference/engine.toml"]}
