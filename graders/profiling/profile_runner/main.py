@@ -452,11 +452,30 @@ def _read_trace() -> bytes:
     return b"".join(chunks)
 
 
-# The runner's own functions, looked up by name as it runs: replaced, a finding.
-for _name in ("pack_value", "_tensor_bytes", "_opaque", "_read_trace", "_foreign_function_modes",
-              "changed", "_synchronize", "describe", "import_file", "seed_everything"):  # fmt: skip
-    _GUARDED[f"the runner's {_name}"] = (sys.modules[__name__], _name)
-    _ORIGINALS[f"the runner's {_name}"] = globals()[_name]
+# Every name the runner's code looks up as it runs, in its own modules and the
+# harness's (functions, captured objects, classes): rebound, a finding. The names are
+# read now, before any program code exists.
+def _guard_namespaces() -> None:
+    import harness.main as harness_main
+    import harness.protocol as harness_protocol
+    import profile_runner.watch as watch_module
+
+    for module in (sys.modules[__name__], watch_module, harness_main, harness_protocol):
+        for name, value in list(vars(module).items()):
+            if name.startswith("__") or isinstance(value, str | int | float | bool | type(None)):
+                continue
+            label = f"the runner's {module.__name__}.{name}"
+            _GUARDED[label] = (module, name)
+            _ORIGINALS[label] = value
+    for cls in (Runner, Watch):
+        for name, value in list(vars(cls).items()):
+            if not name.startswith("__"):
+                label = f"the runner's {cls.__name__}.{name}"
+                _GUARDED[label] = (cls, name)
+                _ORIGINALS[label] = value
+
+
+_guard_namespaces()
 
 
 def main() -> None:

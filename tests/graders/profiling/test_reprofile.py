@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from graders.profiling.reprofile import (
+    MAX_TRACE_BYTES,
     ProgramSpec,
     Reprofile,
     TraceError,
@@ -381,7 +382,7 @@ def test_a_trace_that_does_not_parse_raises_trace_error(data: bytes) -> None:
 
 def test_an_oversized_trace_is_refused_before_parsing() -> None:
     with pytest.raises(TraceTooLarge):
-        analyse_trace(b" " * (128 * 1024 * 1024 + 1), 1, "nonce")
+        analyse_trace(b" " * (MAX_TRACE_BYTES + 1), 1, "nonce")
 
 
 def test_a_trace_of_millions_of_empty_containers_is_refused_before_parsing() -> None:
