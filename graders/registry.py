@@ -25,6 +25,7 @@ BUILT_IN: dict[str, str] = {
     "kernel": "graders.kernel.kind:KernelKind",
     "debugging": "graders.debugging.kind:DebuggingKind",
     "profiling": "graders.profiling.kind:ProfilingKind",
+    "serving": "graders.serving.kind:ServingKind",
 }
 
 EXTRA_KINDS_ENV = "BENCHWRIGHT_TASK_KINDS"

@@ -1,9 +1,8 @@
 """The serving task kind: its grading table, grading, report, metrics and rules.
 
-Not registered in ``graders.registry`` yet (see docs/architecture.md, "The
-serving grader"): the catalog, the authoring form and the journey through
-the worker come first. The grading itself is ``grading.py``; the table,
-``spec.py``.
+Registered in ``graders.registry``. The grading itself is ``grading.py``; the
+table, ``spec.py``. Not there yet (docs/architecture.md, "The serving
+grader"): a catalog of tasks, an authoring form, the charts, the GPU run.
 """
 
 from __future__ import annotations

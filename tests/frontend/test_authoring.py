@@ -449,9 +449,9 @@ def test_grading_errors_appear_beside_the_field_they_name(author, draft, post, f
 
 
 def test_a_stored_task_of_a_kind_with_no_grader_has_no_grading_form(author):
-    task = factories.make_task(author, kind="serving", grading={})
+    task = factories.make_task(author, kind="quiz", grading={})
     html = html_of(logged_in(author).get(reverse("task-grading", args=[task.slug])))
-    assert "Serving tasks have no grader yet" in html
+    assert "Quiz tasks have no grader yet" in html
 
 
 def test_a_kind_with_a_grader_but_no_form_says_so(author, monkeypatch):

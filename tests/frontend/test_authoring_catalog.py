@@ -36,7 +36,7 @@ def test_the_dashboard_counts_tasks_by_kind_and_status(reviewer, author, text_an
     factories.make_task(author, slug="draft-kernel")
     factories.make_task(author, slug="draft-answer", kind="text-answer")
     # A stored task of a kind no grader is registered for any more is still counted.
-    factories.make_task(author, slug="draft-engine", kind="serving")
+    factories.make_task(author, slug="draft-engine", kind="quiz")
     factories.make_published_task(author, slug="live-kernel")
     in_review(author)
     html = html_of(logged_in(reviewer).get(reverse("dashboard")))
@@ -44,8 +44,8 @@ def test_the_dashboard_counts_tasks_by_kind_and_status(reviewer, author, text_an
     chart = chart_data(html, "catalog-chart")
     series = {s["key"]: s["values"] for s in chart["series"]}
     labels = chart["labels"]
-    kernel, answer, serving = (labels.index(k) for k in ("GPU kernel", "Text answer", "serving"))
-    assert series["draft"][kernel] == series["draft"][answer] == series["draft"][serving] == 1
+    kernel, answer, quiz = (labels.index(k) for k in ("GPU kernel", "Text answer", "quiz"))
+    assert series["draft"][kernel] == series["draft"][answer] == series["draft"][quiz] == 1
     assert series["published"][kernel] == 1 and series["in_review"][kernel] == 1
     assert 'data-chart="catalog-chart"' in html
     assert '<span class="stat-value">5</span><span class="stat-label">tasks</span>' in html

@@ -185,6 +185,6 @@ def test_a_kind_from_the_environment_is_registered_in_a_fresh_process():
         check=False,
     )
     lines = done.stdout.splitlines()
-    registered = "('kernel', 'debugging', 'profiling', 'text-answer', 'mislabelled')"
+    registered = "('kernel', 'debugging', 'profiling', 'serving', 'text-answer', 'mislabelled')"
     assert lines[:2] == [registered, "Text answer"], done.stderr
     assert "is the 'text-answer' kind, not 'mislabelled'" in done.stderr

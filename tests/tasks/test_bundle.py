@@ -529,13 +529,13 @@ def test_the_kind_is_a_registered_one_and_decides_whether_grading_is_needed(
 ):
     files = valid_files()
     _remove_grading(files)
-    edit(files, 'kind = "kernel"', 'kind = "serving"')
+    edit(files, 'kind = "kernel"', 'kind = "quiz"')
     with pytest.raises(BundleInvalid) as caught:
         parse_bundle(files, name="row-softmax")
     assert [(e.field, e.message) for e in caught.value.errors] == [
-        ("kind", "'serving' is not one of: kernel, debugging, profiling, text-answer")
+        ("kind", "'quiz' is not one of: kernel, debugging, profiling, serving, text-answer")
     ]
-    edit(files, 'kind = "serving"', 'kind = "text-answer"')
+    edit(files, 'kind = "quiz"', 'kind = "text-answer"')
     monkeypatch.setattr(type(text_answer), "grading_required", False)
     with pytest.raises(BundleInvalid) as caught:  # the rule types are the kind's too
         parse_bundle(files, name="row-softmax")
