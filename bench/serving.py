@@ -1,14 +1,15 @@
 """What one serving grading costs, phase by phase, and how much its score moves.
 
-    .venv/bin/python bench/serving.py [--gradings 5] [--requests 24] [--rate 6]
+    .venv/bin/python bench/serving.py [--gradings 5] [--requests 24] [--rate 10]
 
 Grades the same pair of configs ``--gradings`` times, each a whole serving
 grading (``graders.serving.grading``) with real vLLM engines in the bubblewrap
 sandbox: a reference that serves one sequence at a time against a
 submission that batches up to 16, on a random workload of 256-token prompts
-and 16-token answers. Prints per grading the seconds of each phase (config
-check, engine start, warm-up, workload, teardown) and the goodput ratio
-with its interval, then one line::
+and 32-token answers arriving faster than one sequence at a time can serve.
+Prints per grading the seconds of each phase (config check, engine start,
+warm-up, workload, teardown) and the goodput ratio with its interval, then
+one line::
 
     serving: N gradings, median T s (start S s, workload W s), ratio max/min R
 
@@ -53,7 +54,7 @@ def manifest(requests: int, rate: float) -> dict:
             "workload": {
                 "dataset": "random",
                 "input_len": 256,
-                "output_len": 16,
+                "output_len": 32,
                 "rate": rate,
                 "requests": requests,
                 "warmup": 2,
@@ -67,7 +68,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gradings", type=int, default=5)
     parser.add_argument("--requests", type=int, default=24)
-    parser.add_argument("--rate", type=float, default=6.0)
+    parser.add_argument("--rate", type=float, default=10.0)
     args = parser.parse_args()
     spec = ServingSpec.from_manifest(
         manifest(args.requests, args.rate), {"reference/engine.toml": "max_num_seqs = 1\n"}
