@@ -7,6 +7,8 @@ artifacts/screenshots/trace-timeline.png."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -27,6 +29,18 @@ def published(people: tuple[Any, Any]) -> str:
     from tests.api.conftest import publish_catalog_task
 
     return publish_catalog_task(BUNDLE.name).slug
+
+
+def settled(page: Page, wanted: Callable[[float], bool], timeout_s: float = 10.0) -> float:
+    """The window's width once it is what ``wanted`` says and has stopped changing (or
+    the last one read when the time runs out): zooms animate, slowly on a busy
+    machine."""
+    deadline = time.monotonic() + timeout_s
+    before, width = None, window(page)
+    while not (wanted(width) and width == before) and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+        before, width = width, window(page)
+    return width
 
 
 def window(page: Page) -> float:
@@ -69,8 +83,7 @@ def test_an_author_reads_a_trace_and_the_cited_events(
     # Zoom in with the button and out with Ctrl + wheel; pan by dragging.
     whole = window(page)
     page.locator("[data-zoom-in]").click()
-    page.wait_for_timeout(700)  # the zoom animates
-    zoomed = window(page)
+    zoomed = settled(page, lambda width: width < whole * 0.75)  # the zoom animates
     assert zoomed < whole * 0.75, (zoomed, whole)
     box = timeline.bounding_box()
     assert box is not None
@@ -78,8 +91,7 @@ def test_an_author_reads_a_trace_and_the_cited_events(
     page.keyboard.down("Control")
     page.mouse.wheel(0, 400)
     page.keyboard.up("Control")
-    page.wait_for_timeout(300)
-    assert window(page) > zoomed
+    assert settled(page, lambda width: width > zoomed) > zoomed
 
     # A cited event, focused from its chip, shows its arguments.
     first = expert["evidence"][0].removeprefix("ev:")

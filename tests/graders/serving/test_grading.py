@@ -26,19 +26,21 @@ MANIFEST: dict[str, Any] = {
         "runs": 3,
         "startup_timeout_s": 300,
         "model": {"tiny": {}},
+        # Faster than one sequence at a time can serve (a few per second here), well
+        # within what sixteen at a time can.
         "workload": {
             "dataset": "random",
             "input_len": 256,
-            "output_len": 16,
-            "rate": 6,
-            "requests": 18,
+            "output_len": 32,
+            "rate": 12,
+            "requests": 24,
             "warmup": 2,
             "seed": 5,
         },
         "slo": {"ttft_ms": 1500, "tpot_ms": 300, "attainment": 0.8},
     },
 }
-# One sequence at a time: under 6 requests a second, requests queue for their first token.
+# One sequence at a time: under 12 requests a second, requests queue for their first token.
 REFERENCE = {"max_num_seqs": 1, "max_model_len": 1024}
 SPEC = ServingSpec.from_manifest(MANIFEST, {"reference/engine.toml": "max_num_seqs = 1\n"})
 
@@ -67,8 +69,8 @@ def test_each_run_carries_vllms_figures_and_the_same_seed_on_both_sides(
     for ref_run, sub_run in zip(batched.reference.runs, batched.submission.runs, strict=True):
         assert ref_run.seed == sub_run.seed
         for run in (ref_run, sub_run):
-            assert run.figures["completed"] == 18 and run.figures["failed"] == 0
-            assert run.figures["total_output_tokens"] == 18 * 16  # ignore_eos
+            assert run.figures["completed"] == 24 and run.figures["failed"] == 0
+            assert run.figures["total_output_tokens"] == 24 * 32  # ignore_eos
             assert 0 < run.figures["median_ttft_ms"] <= run.figures["p99_ttft_ms"]
     # One sequence at a time queues the first tokens: the reference's TTFT is worse.
     ref_ttft = batched.reference.median("median_ttft_ms")
@@ -102,11 +104,11 @@ def test_a_refused_config_starts_nothing(model_dir: Path) -> None:
 
 
 def test_the_workload_is_vllms_command_line() -> None:
-    args = workload_args(SPEC.workload, SPEC, seed=9, requests=18)
+    args = workload_args(SPEC.workload, SPEC, seed=9, requests=24)
     assert args[:8] == [
         "--dataset-name", "random", "--random-input-len", "256",
-        "--random-output-len", "16", "--random-range-ratio", "0.0",
-    ][:8]  # fmt: skip
+        "--random-output-len", "32", "--random-range-ratio", "0.0",
+    ]  # fmt: skip
     assert "--ignore-eos" in args and args[args.index("--seed") + 1] == "9"
     assert args[args.index("--goodput") + 1 : args.index("--goodput") + 3] == [
         "ttft:1500",
