@@ -25,28 +25,14 @@ from graders.verdicts import Verdict
 from graders.worker import CannotGrade, message_files, ready_backend
 from graders.worker import internal_report as _internal
 
-from .spec import ServingSpec
+from .spec import GRADING_KEYS, ServingSpec
 
 # Must beat the reference with separated intervals, not only serve within the SLOs:
 # what validation asks of the expert's config.
 MUST_BEAT = "must_beat_reference"
 REFERENCE = "(reference config)"
-PUBLIC_GRADING_KEYS = (
-    "engine",
-    "engine_version",
-    "submission",
-    "allowed",
-    "quality",
-    "fixed",
-    "kv_cache_gib",
-    "runs",
-    "startup_timeout_s",
-    "ranges",
-    "model",
-    "workload",
-    "slo",
-    "objective",
-)
+# Everything of the table but the reference config's path: the author's is hidden.
+PUBLIC_GRADING_KEYS = tuple(key for key in GRADING_KEYS if key != "reference")
 PUBLIC_RESULT_KEYS = (
     "goodput_ratio",
     "goodput_ratio_ci",
