@@ -171,7 +171,7 @@ class FlagPolicy:
                 return "must be a number"
             low, high = bounds
             if not low <= value <= high:
-                return f"must be between {_num(low)} and {_num(high)} for this task"
+                return f"must be between {number_text(low)} and {number_text(high)} for this task"
         return ""
 
 
@@ -186,7 +186,8 @@ def _path_keys(value: Any) -> Iterator[str]:
             yield from _path_keys(item)
 
 
-def _num(value: float) -> str:
+def number_text(value: float) -> str:
+    """A number as a person writes it: ``4`` rather than ``4.0``."""
     return str(int(value)) if float(value).is_integer() else str(value)
 
 

@@ -47,7 +47,7 @@ from sandboxes.base import GiB, Sandbox
 
 from .check import check_configs
 from .engine import Engine, EngineError, StartResult
-from .flags import FlagError, to_argv
+from .flags import FlagError, number_text, to_argv
 from .spec import ServingSpec, Workload
 
 MAX_FAILED_SHARE = 0.01
@@ -222,7 +222,7 @@ def grade_serving(
         result.verdict = Verdict.COMPILE_ERROR.value
         result.reason = "the engine config is refused: " + _listed(checks["submission"].errors)
         return result
-    env = {"VLLM_CPU_KVCACHE_SPACE": _num(spec.kv_cache_gib)}
+    env = {"VLLM_CPU_KVCACHE_SPACE": number_text(spec.kv_cache_gib)}
     engines = [Engine(side.role, backend, model_dir, env=env) for side in (reference, submission)]
     try:
         _measure(spec, engines, (reference, submission), phases)
@@ -361,7 +361,3 @@ def _task_error(result: ServingResult, reason: str) -> ServingResult:
 
 def _listed(errors: list[FlagError]) -> str:
     return "; ".join(str(e) for e in errors[:10])
-
-
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)

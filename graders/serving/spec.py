@@ -62,7 +62,7 @@ from typing import Any
 
 from graders.contract import GradingTableError
 
-from .flags import NEVER, QUALITY, FlagPolicy, normalise
+from .flags import NEVER, QUALITY, FlagPolicy, normalise, number_text
 from .tinymodel import Recipe
 
 ENGINES = {"vllm": "0.32.0"}  # the engines this platform runs, at their pinned versions
@@ -137,7 +137,7 @@ class Slo:
         """vLLM's ``--goodput`` pairs (``ttft:500``), in its metric names."""
         names = {"ttft_ms": "ttft", "tpot_ms": "tpot", "e2el_ms": "e2el"}
         return [
-            f"{names[key]}:{_num(value)}"
+            f"{names[key]}:{number_text(value)}"
             for key in SLO_METRICS
             if (value := getattr(self, key)) is not None
         ]
@@ -234,10 +234,6 @@ def _known(table: Mapping[str, Any], keys: Sequence[str], where: str) -> None:
         raise GradingTableError(f"{where}.{unknown[0]}", f"unknown key; known: {', '.join(keys)}")
 
 
-def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
-
-
 def _number(
     table: Mapping[str, Any],
     key: str,
@@ -253,7 +249,8 @@ def _number(
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise GradingTableError(f"{where}.{key}", "must be a number")
     if not low <= value <= high:
-        raise GradingTableError(f"{where}.{key}", f"must lie in [{_num(low)}, {_num(high)}]")
+        bounds = f"[{number_text(low)}, {number_text(high)}]"
+        raise GradingTableError(f"{where}.{key}", f"must lie in {bounds}")
     return float(value)
 
 
