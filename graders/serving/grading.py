@@ -19,14 +19,26 @@
    (gaps between streamed chunks, pooled), E2EL, their percentiles,
    throughput, and goodput (requests meeting every SLO, per second of the
    run). SLO attainment is the share of the run's requests meeting every SLO.
-5. Score: the median goodput of the submission's runs over the reference's,
-   with a conservative interval from each side's bootstrap interval of its
-   median; the difference is ``significant`` only when the two sides'
-   intervals separate.
+5. Score, for a task whose objective is ``goodput``: the median goodput of
+   the submission's runs over the reference's, with a conservative interval
+   from each side's bootstrap interval of its median; the difference is
+   ``significant`` only when the two sides' intervals separate.
+
+   For ``max_rate``, steps 3-4 climb the task's ladder of request rates: at
+   each rate ``runs`` interleaved runs per side, the same seeds on both, each as
+   long in arrival time as the workload's own (``requests_at``); a side
+   whose median SLO attainment falls below the task's share stops climbing
+   (queues only grow with the rate). Each side's highest sustainable rate lies
+   between the last rate it sustained and the first it did not; its estimate
+   interpolates the attainment linearly between the two. The score is the
+   submission's estimate over the reference's, its interval the ratio of the
+   two brackets, significant when the brackets do not overlap. Every rate's
+   figures are kept (``Side.points``) for the chart.
 
 Verdicts: ``accepted`` when the submission's engine served the workload with
 at most 1 % of requests failed and its median SLO attainment reaches the
-task's; ``wrong_answer`` when it served but missed the SLO; ``runtime_error``
+task's (for ``max_rate``: at the ladder's first rate, at least);
+``wrong_answer`` when it served but missed the SLO; ``runtime_error``
 when it failed more than 1 % of requests (rejected ones included: a
 ``max_model_len`` too short for the prompts) or died mid-run.
 """
@@ -87,6 +99,19 @@ class Run:
     figures: dict[str, float]
     attainment: float
     failed_share: float
+    rate: float = 0.0  # the requests per second it was sent at
+
+
+@dataclass
+class Point:
+    """One rate of a side's climb (``max_rate``): its runs' medians."""
+
+    rate: float
+    attainment: float
+    goodput: float
+    p90_ttft_ms: float | None
+    p90_tpot_ms: float | None
+    sustained: bool
 
 
 @dataclass
@@ -99,9 +124,13 @@ class Side:
     error: str = ""
     error_kind: str = ""  # refused | start | memory | died | failed_requests
     log: str = ""
+    points: list[Point] = field(default_factory=list)  # max_rate: per rate climbed
+    max_rate: float | None = None  # max_rate: the estimate, requests per second
+    # max_rate: the last rate sustained and the first not (inf: none failed)
+    max_rate_bracket: tuple[float, float] | None = None
 
-    def median(self, key: str) -> float | None:
-        values = [run.figures.get(key) for run in self.runs]
+    def median(self, key: str, rate: float | None = None) -> float | None:
+        values = [run.figures.get(key) for run in self.runs if rate is None or run.rate == rate]
         numbers = [float(v) for v in values if isinstance(v, int | float)]
         return stats.median(numbers) if numbers else None
 
@@ -113,8 +142,12 @@ class ServingResult:
     reference: Side
     submission: Side
     config_errors: list[str] = field(default_factory=list)
+    objective: str = "goodput"
+    slo: dict[str, float | None] = field(default_factory=dict)  # the task's, as measured
     goodput_ratio: float | None = None
     goodput_ratio_ci: tuple[float, float] | None = None
+    rate_ratio: float | None = None  # max_rate: the submission's estimate over the reference's
+    rate_ratio_ci: tuple[float, float] | None = None
     significant: bool = False
     attainment: float | None = None  # the submission's median
     phases_s: dict[str, float] = field(default_factory=dict)
@@ -124,7 +157,9 @@ class ServingResult:
         return asdict(self)
 
 
-def workload_args(workload: Workload, spec: ServingSpec, *, seed: int, requests: int) -> list[str]:
+def workload_args(
+    workload: Workload, spec: ServingSpec, *, seed: int, requests: int, rate: float | None = None
+) -> list[str]:
     """vLLM ``bench serve`` arguments for one run of the task's workload."""
     if workload.dataset == "random":
         data = [
@@ -146,7 +181,7 @@ def workload_args(workload: Workload, spec: ServingSpec, *, seed: int, requests:
     return [
         *data,
         "--num-prompts", str(requests),
-        "--request-rate", str(workload.rate),
+        "--request-rate", number_text(workload.rate if rate is None else rate),
         "--burstiness", str(workload.burstiness),
         "--seed", str(seed),
         *(["--ignore-eos"] if workload.ignore_eos else []),
@@ -157,7 +192,7 @@ def workload_args(workload: Workload, spec: ServingSpec, *, seed: int, requests:
     ]  # fmt: skip
 
 
-def _run_of(reply: Mapping[str, Any], index: int, seed: int, requests: int) -> Run:
+def _run_of(reply: Mapping[str, Any], index: int, seed: int, requests: int, rate: float) -> Run:
     result = reply.get("result") or {}
     keys = (*RUN_KEYS, *LATENCY_KEYS)
     figures = {k: float(result[k]) for k in keys if isinstance(result.get(k), int | float)}
@@ -170,6 +205,7 @@ def _run_of(reply: Mapping[str, Any], index: int, seed: int, requests: int) -> R
         figures=figures,
         attainment=round(good / requests, 4) if requests else 0.0,
         failed_share=failed / requests if requests else 0.0,
+        rate=rate,
     )
 
 
@@ -212,7 +248,15 @@ def grade_serving(
     for side, check in zip((reference, submission), checked, strict=True):
         side.flags, side.engine = check.flags, check.engine
     phases["config_check"] = round(time.monotonic() - began, 3)
-    result = ServingResult("", "", reference, submission, phases_s=phases)
+    result = ServingResult(
+        "",
+        "",
+        reference,
+        submission,
+        objective=spec.objective,
+        slo=asdict(spec.slo),
+        phases_s=phases,
+    )
     if not checks["reference"].ok:
         return _task_error(
             result, "the reference config is refused: " + _listed(checks["reference"].errors)
@@ -268,33 +312,77 @@ def _measure(
                     workload_args(
                         workload, spec, seed=workload.seed + 10_000, requests=workload.warmup
                     ),
-                    timeout_s=_bench_timeout(workload, workload.warmup),
+                    timeout_s=_bench_timeout(workload.warmup, workload.rate),
                 )
     phases["warmup"] = round(time.monotonic() - began, 3)
     began = time.monotonic()
-    for run in range(spec.runs):
-        order = (0, 1) if run % 2 == 0 else (1, 0)
-        seed = workload.seed + run
-        for index in order:
-            engine, side, other = engines[index], sides[index], engines[1 - index]
-            if side.error_kind:
-                continue
-            with other.paused():
-                reply = engine.bench(
-                    workload_args(workload, spec, seed=seed, requests=workload.requests),
-                    timeout_s=_bench_timeout(workload, workload.requests),
-                )
-            if not reply.get("engine_alive"):
-                side.error_kind, side.log = "died", str(reply.get("log") or "")[-4000:]
-                side.error = f"the engine stopped during run {run}"
-                continue
-            side.runs.append(_run_of(reply, run, seed, workload.requests))
+    climbing = [True, True]
+    for rate in spec.rates:
+        for run in range(spec.runs):
+            order = (0, 1) if run % 2 == 0 else (1, 0)
+            seed = workload.seed + run
+            for index in order:
+                if climbing[index] and not sides[index].error_kind:
+                    _one_run(spec, engines, sides, index, run, seed, rate)
+        if spec.objective == "max_rate":
+            for index, side in enumerate(sides):
+                if climbing[index] and not side.error_kind:
+                    side.points.append(_point(side, rate, spec.slo.attainment))
+                    climbing[index] = side.points[-1].sustained
+            if not any(climbing):
+                break
     phases["workload"] = round(time.monotonic() - began, 3)
 
 
-def _bench_timeout(workload: Workload, requests: int) -> float:
+def _one_run(
+    spec: ServingSpec,
+    engines: list[Engine],
+    sides: tuple[Side, Side],
+    index: int,
+    run: int,
+    seed: int,
+    rate: float,
+) -> None:
+    """One measured run of one side at ``rate``, the other engine frozen."""
+    workload = spec.workload
+    engine, side, other = engines[index], sides[index], engines[1 - index]
+    requests = requests_at(workload, rate)
+    with other.paused():
+        reply = engine.bench(
+            workload_args(workload, spec, seed=seed, requests=requests, rate=rate),
+            timeout_s=_bench_timeout(requests, rate),
+        )
+    if not reply.get("engine_alive"):
+        side.error_kind, side.log = "died", str(reply.get("log") or "")[-4000:]
+        side.error = f"the engine stopped during run {run} at {number_text(rate)} requests/s"
+        return
+    side.runs.append(_run_of(reply, run, seed, requests, rate))
+
+
+def requests_at(workload: Workload, rate: float) -> int:
+    """How many requests a run at ``rate`` sends: as many as arrive in the time the
+    workload's own ``requests`` take at its ``rate``. A short burst at a high rate
+    would be absorbed by the queue and pass for sustainable; a run of the same length
+    at every rate lets the queue build as it would."""
+    return max(workload.requests, math.ceil(workload.requests * rate / workload.rate))
+
+
+def _point(side: Side, rate: float, wanted: float) -> Point:
+    runs = [run for run in side.runs if run.rate == rate]
+    attainment = stats.median([run.attainment for run in runs]) if runs else 0.0
+    return Point(
+        rate=rate,
+        attainment=attainment,
+        goodput=side.median("request_goodput", rate) or 0.0,
+        p90_ttft_ms=side.median("p90_ttft_ms", rate),
+        p90_tpot_ms=side.median("p90_tpot_ms", rate),
+        sustained=bool(runs) and attainment >= wanted,
+    )
+
+
+def _bench_timeout(requests: int, rate: float) -> float:
     """Arrivals take requests / rate seconds; the rest is the engine's to finish."""
-    return 120.0 + 4.0 * requests / workload.rate
+    return 120.0 + 4.0 * requests / rate
 
 
 def _decide(result: ServingResult, spec: ServingSpec) -> ServingResult:
@@ -313,7 +401,17 @@ def _decide(result: ServingResult, spec: ServingSpec) -> ServingResult:
         result.verdict, result.reason = verdict.value, submission.error
         return result
     failed = max((run.failed_share for run in submission.runs), default=1.0)
-    _score(result)
+    if spec.objective == "max_rate":
+        if not sustainable_rate(reference, spec.slo.attainment):
+            return _task_error(
+                result,
+                "the reference config meets the SLOs at none of the task's rates "
+                f"(the first is {number_text(spec.rates[0])} requests/s)",
+            )
+        sustainable_rate(submission, spec.slo.attainment)
+        _score_rates(result)
+    else:
+        _score(result)
     if failed > MAX_FAILED_SHARE:
         submission.error_kind = "failed_requests"
         result.verdict = Verdict.RUNTIME_ERROR.value
@@ -327,6 +425,8 @@ def _decide(result: ServingResult, spec: ServingSpec) -> ServingResult:
     ratio = (
         f"goodput x{result.goodput_ratio:.3g} of the reference's" if result.goodput_ratio else ""
     )
+    if spec.objective == "max_rate":
+        return _decide_rates(result, spec)
     if attainment >= wanted:
         result.verdict = Verdict.ACCEPTED.value
         result.reason = f"meets the SLOs for {attainment:.0%} of requests; {ratio}"
@@ -352,6 +452,62 @@ def _score(result: ServingResult) -> None:
         low, high = stats.ratio_interval(sub_ci, ref_ci)
         result.goodput_ratio_ci = (round(low, 4), round(high, 4) if math.isfinite(high) else high)
     result.significant = stats.intervals_separate(ref_ci, sub_ci)
+
+
+def sustainable_rate(side: Side, wanted: float) -> bool:
+    """A side's highest sustainable rate from its points; False if it sustained none."""
+    sustained = [point for point in side.points if point.sustained]
+    if not sustained:
+        return False
+    last = sustained[-1]
+    failed = next((p for p in side.points if not p.sustained and p.rate > last.rate), None)
+    if failed is None:
+        side.max_rate, side.max_rate_bracket = last.rate, (last.rate, math.inf)
+        return True
+    # Attainment falls from last.attainment (>= wanted) to failed.attainment (< wanted)
+    # between the two rates: where it crosses the wanted share, linearly.
+    drop = last.attainment - failed.attainment
+    share = (last.attainment - wanted) / drop if drop > 0 else 0.0
+    side.max_rate = round(last.rate + share * (failed.rate - last.rate), 4)
+    side.max_rate_bracket = (last.rate, failed.rate)
+    return True
+
+
+def _score_rates(result: ServingResult) -> None:
+    reference, submission = result.reference, result.submission
+    sustained = [p for p in submission.points if p.sustained]
+    first = submission.points[0] if submission.points else None
+    result.attainment = (sustained[-1] if sustained else first).attainment if first else None
+    if not (reference.max_rate and submission.max_rate):
+        return
+    ref_bracket = reference.max_rate_bracket or (reference.max_rate, reference.max_rate)
+    sub_bracket = submission.max_rate_bracket or (submission.max_rate, submission.max_rate)
+    result.rate_ratio = round(submission.max_rate / reference.max_rate, 4)
+    low, high = stats.ratio_interval(sub_bracket, ref_bracket)
+    result.rate_ratio_ci = (round(low, 4), round(high, 4) if math.isfinite(high) else high)
+    # Brackets are half-open: [last sustained, first not). Touching ones do not overlap.
+    result.significant = sub_bracket[0] >= ref_bracket[1] or ref_bracket[0] >= sub_bracket[1]
+
+
+def _decide_rates(result: ServingResult, spec: ServingSpec) -> ServingResult:
+    submission = result.submission
+    if submission.max_rate is None:
+        first = submission.points[0] if submission.points else None
+        result.verdict = Verdict.WRONG_ANSWER.value
+        result.reason = (
+            f"meets the SLOs at none of the task's rates: {first.attainment:.0%} of requests "
+            f"at {number_text(first.rate)} requests/s, {spec.slo.attainment:.0%} wanted"
+            if first
+            else "no rate was measured"
+        )
+        return result
+    ratio = f"x{result.rate_ratio:.3g} of the reference's" if result.rate_ratio else ""
+    result.verdict = Verdict.ACCEPTED.value
+    result.reason = (
+        f"sustains about {number_text(round(submission.max_rate, 2))} requests/s within the "
+        f"SLOs; {ratio}"
+    )
+    return result
 
 
 def _task_error(result: ServingResult, reason: str) -> ServingResult:

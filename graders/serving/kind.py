@@ -1,8 +1,9 @@
 """The serving task kind: its grading table, grading, report, metrics and rules.
 
 Registered in ``graders.registry``. The grading itself is ``grading.py``; the
-table, ``spec.py``. Not there yet (docs/architecture.md, "The serving
-grader"): a catalog of tasks, an authoring form, the charts, the GPU run.
+table, ``spec.py``; how pages show a report, ``reviews/serving.py``. Not there
+yet (docs/architecture.md, "The serving grader"): most of the catalog, an
+authoring form, the GPU run.
 """
 
 from __future__ import annotations
@@ -34,15 +35,28 @@ REFERENCE = "(reference config)"
 # Everything of the table but the reference config's path: the author's is hidden.
 PUBLIC_GRADING_KEYS = tuple(key for key in GRADING_KEYS if key != "reference")
 PUBLIC_RESULT_KEYS = (
+    "objective",
+    "slo",
     "goodput_ratio",
     "goodput_ratio_ci",
+    "rate_ratio",
+    "rate_ratio_ci",
     "significant",
     "attainment",
     "config_errors",
     "phases_s",
     "semantics",
 )
-PUBLIC_SIDE_KEYS = ("engine", "ready_s", "runs", "error", "error_kind")
+PUBLIC_SIDE_KEYS = (
+    "engine",
+    "ready_s",
+    "runs",
+    "points",
+    "max_rate",
+    "max_rate_bracket",
+    "error",
+    "error_kind",
+)
 
 
 def _serving(report: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -72,6 +86,14 @@ def _median_figure(side: Mapping[str, Any], key: str) -> float | None:
     return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
+def _score(report: Mapping[str, Any]) -> tuple[str, float | None]:
+    """The task's score: ("goodput", ratio) or, for a max_rate objective, ("rate", ratio)."""
+    serving = _serving(report)
+    if serving.get("objective") == "max_rate":
+        return "rate", report_number(serving, "rate_ratio")
+    return "goodput", report_number(serving, "goodput_ratio")
+
+
 class ServingKind(TaskKind):
     name = "serving"
     label = "LLM serving"
@@ -82,6 +104,13 @@ class ServingKind(TaskKind):
             "higher",
             "the submission's median goodput over the reference's, measured in one grading",
         ),
+        Metric(
+            "rate_ratio",
+            "x",
+            "higher",
+            "max_rate tasks: the submission's highest rate within the SLOs over the reference's",
+        ),
+        Metric("max_rate", "", "higher", "max_rate tasks: the highest requests/s within the SLOs"),
         Metric("slo_attainment", "", "higher", "share of requests meeting every SLO (median run)"),
         Metric("goodput", "", "higher", "requests per second meeting every SLO (median run)"),
         Metric("p90_ttft_ms", "", "lower", "90th percentile time to first token (median run)"),
@@ -92,6 +121,11 @@ class ServingKind(TaskKind):
             "goodput_ratio",
             "the submission's goodput is at least this multiple of the reference's",
             {"at_least": "the multiple wanted, above 0", "significant": "true: intervals separate"},
+        ),
+        RuleType(
+            "rate_ratio",
+            "max_rate tasks: the submission sustains at least this multiple of the reference's",
+            {"at_least": "the multiple wanted, above 0", "significant": "true: brackets separate"},
         ),
         RuleType(
             "slo_attainment",
@@ -196,13 +230,17 @@ class ServingKind(TaskKind):
         except (CannotGrade, CheckUnavailable, EngineError, ModelBuildError) as error:
             return _internal(str(error))
         verdict, reason = Verdict(result.verdict), result.reason
-        beats = result.significant and (result.goodput_ratio or 0) > 1
+        name, ratio, interval = (
+            ("rate", result.rate_ratio, result.rate_ratio_ci)
+            if spec.objective == "max_rate"
+            else ("goodput", result.goodput_ratio, result.goodput_ratio_ci)
+        )
+        beats = result.significant and (ratio or 0) > 1
         if overrides.get(MUST_BEAT) and verdict == Verdict.ACCEPTED and not beats:
             verdict = Verdict.WRONG_ANSWER
             reason = (
                 f"serves within the SLOs but does not beat the reference with separated "
-                f"intervals (goodput x{result.goodput_ratio}, interval "
-                f"{result.goodput_ratio_ci})"
+                f"intervals ({name} x{ratio}, interval {interval})"
             )
         return _report(verdict, reason, result.as_dict(), started)
 
@@ -228,6 +266,8 @@ class ServingKind(TaskKind):
         submission = _side(report, "submission")
         return {
             "goodput_ratio": report_number(serving, "goodput_ratio"),
+            "rate_ratio": report_number(serving, "rate_ratio"),
+            "max_rate": report_number(submission, "max_rate"),
             "slo_attainment": report_number(serving, "attainment"),
             "goodput": _median_figure(submission, "request_goodput"),
             "p90_ttft_ms": _median_figure(submission, "p90_ttft_ms"),
@@ -237,26 +277,29 @@ class ServingKind(TaskKind):
     def summary_lines(self, report: Mapping[str, Any]) -> list[str]:
         values = self.metric_values(report)
         serving = _serving(report)
-        interval, significant = serving.get("goodput_ratio_ci"), serving.get("significant")
+        name, ratio = _score(report)
+        interval, significant = serving.get(f"{name}_ratio_ci"), serving.get("significant")
         lines = [
-            f"goodput:     x{values['goodput_ratio']} of the reference's "
+            f"{name + ':':<12} x{ratio} of the reference's "
             f"(interval {interval}, significant {significant})",
             f"SLOs met:    {values['slo_attainment']} of requests",
         ]
+        if name == "rate":
+            lines.insert(1, f"max rate:    {values['max_rate']} requests/s within the SLOs")
         errors = serving.get("config_errors") or []
         lines += [f"config:      {error}" for error in errors[:10]]
         return lines
 
     def headline(self, report: Mapping[str, Any]) -> str:
-        ratio = report_number(_serving(report), "goodput_ratio")
-        return f"goodput x{ratio:.3g}" if ratio is not None else ""
+        name, ratio = _score(report)
+        return f"{name} x{ratio:.3g}" if ratio is not None else ""
 
     # -- rubrics ----------------------------------------------------------------------
 
     def check_kind_rule(self, rule: Mapping[str, Any]) -> list[tuple[str, str]]:
         kind, problems = rule.get("type"), []
         at_least = rule.get("at_least")
-        if kind in ("goodput_ratio", "slo_attainment") and (
+        if kind in ("goodput_ratio", "rate_ratio", "slo_attainment") and (
             isinstance(at_least, bool) or not isinstance(at_least, int | float) or at_least <= 0
         ):
             problems.append(("at_least", "must be a number above 0"))
@@ -278,15 +321,16 @@ class ServingKind(TaskKind):
                 Verdict.INTERNAL_ERROR.value,
             ) and _side(report, "submission").get("error_kind") not in ("start", "memory")
             return ok, f"verdict {verdict}"
-        if kind == "goodput_ratio":
-            ratio, wanted = values["goodput_ratio"], float(rule.get("at_least", 1.0))
+        if kind in ("goodput_ratio", "rate_ratio"):
+            name = kind.removesuffix("_ratio")
+            ratio, wanted = values[kind], float(rule.get("at_least", 1.0))
             significant = bool(_serving(report).get("significant"))
             ok = ratio is not None and ratio >= wanted
             if rule.get("significant"):
                 ok = ok and significant
             return (
                 ok,
-                f"goodput x{ratio} (significant {significant}), rule wants at least x{wanted}",
+                f"{name} x{ratio} (significant {significant}), rule wants at least x{wanted}",
             )
         if kind == "slo_attainment":
             share, wanted = values["slo_attainment"], float(rule.get("at_least", 0.9))

@@ -4,12 +4,21 @@ two sandboxes, interleaved runs of one workload measured by vLLM's own client.""
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from graders.serving.grading import ServingResult, grade_serving, workload_args
+from graders.serving.grading import (
+    Point,
+    ServingResult,
+    Side,
+    grade_serving,
+    requests_at,
+    sustainable_rate,
+    workload_args,
+)
 from graders.serving.spec import ServingSpec
 from sandboxes import get_backend
 
@@ -120,3 +129,59 @@ def test_the_workload_is_vllms_command_line() -> None:
     args = workload_args(spec.workload, spec, seed=1, requests=4)
     assert args[:2] == ["--dataset-name", "prefix_repetition"]
     assert args[args.index("--prefix-repetition-num-prefixes") + 1] == "2"
+
+
+def _climbed(points: list[tuple[float, float]], wanted: float = 0.8) -> Side:
+    side = Side("submission")
+    for rate, attainment in points:
+        side.points.append(Point(rate, attainment, 0.0, None, None, attainment >= wanted))
+    return side
+
+
+def test_the_highest_sustainable_rate_lies_between_the_last_rate_sustained_and_the_next() -> None:
+    side = _climbed([(4, 1.0), (8, 0.9), (16, 0.5)])
+    assert sustainable_rate(side, 0.8)
+    # 0.9 at 8/s and 0.5 at 16/s: 0.8 is crossed a quarter of the way, at 10/s.
+    assert side.max_rate == 10.0 and side.max_rate_bracket == (8, 16)
+    top = _climbed([(4, 1.0), (8, 0.95)])
+    assert sustainable_rate(top, 0.8)
+    assert top.max_rate == 8 and top.max_rate_bracket == (8, math.inf)
+    assert not sustainable_rate(_climbed([(4, 0.5)]), 0.8)
+
+
+def test_a_run_at_a_higher_rate_lasts_as_long_not_as_many_requests() -> None:
+    # The workload: 24 requests at 12 a second, two seconds of arrivals.
+    assert requests_at(SPEC.workload, 12) == 24
+    assert requests_at(SPEC.workload, 48) == 96
+    assert requests_at(SPEC.workload, 3) == 24  # never fewer than the workload's own
+
+
+@pytest.fixture(scope="module")
+def climbed(model_dir: Path) -> ServingResult:
+    manifest = copy.deepcopy(MANIFEST)
+    manifest["grading"]["objective"] = {"kind": "max_rate", "rates": [4, 8, 16, 32]}
+    spec = ServingSpec.from_manifest(manifest, {"reference/engine.toml": "max_num_seqs = 1\n"})
+    return grade_serving(
+        spec,
+        REFERENCE,
+        {"max_num_seqs": 16, "max_model_len": 1024},
+        model_dir=model_dir,
+        backend=get_backend("bwrap"),
+    )
+
+
+def test_a_rate_search_finds_the_batching_config_sustains_more(climbed: ServingResult) -> None:
+    assert climbed.verdict == "accepted", (climbed.reason, climbed.as_dict())
+    reference, submission = climbed.reference, climbed.submission
+    # One sequence at a time cannot keep up with 16 requests a second; sixteen can.
+    assert [p.rate for p in reference.points][:2] == [4, 8] and not reference.points[-1].sustained
+    assert submission.points[2].rate == 16 and submission.points[2].sustained
+    assert reference.max_rate is not None and submission.max_rate is not None
+    assert submission.max_rate > reference.max_rate and climbed.significant
+    assert climbed.rate_ratio == round(submission.max_rate / reference.max_rate, 4)
+    low, high = climbed.rate_ratio_ci or (0, 0)
+    assert low <= climbed.rate_ratio <= high
+    # Each rate's runs last as long as the workload's: more requests at higher rates.
+    at_16 = [run for run in submission.runs if run.rate == 16]
+    assert len(at_16) == 3 and all(run.figures["completed"] == 32 for run in at_16)
+    assert "sustains about" in climbed.reason
