@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 
 from benchwright import roles
 from graders import registry
+from reviews.serving import serving_view
 from submissions import selectors as submission_selectors
 from submissions.models import GradingRun, Submission, SubmissionStatus
 from tasks.timelines import answer_timelines
@@ -144,6 +145,7 @@ def page_context(user: User | AnonymousUser, submission: Submission) -> dict[str
         "kernel_report": submission.task_version.kind == "kernel",
         "timelines": answer_timelines(submission.task_version, (report or {}).get("fields")),
         "figures": figures(submission.task_version.kind, run),
+        "serving": serving_view(report),
         "scores": submission_selectors.rubric_scores(submission, run),
         "outcome": submission_selectors.submission_review_outcome(submission),
         "grading": submission.status in GRADING,

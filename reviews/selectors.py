@@ -255,6 +255,9 @@ def reviewer_report(report: Mapping[str, Any]) -> dict[str, Any]:
         # A kernel grading's trace summary (advisory): top operators, submission beside
         # reference (reviewers may see what the reference does).
         "profile": _profile(report.get("profile")),
+        # A serving grading: both sides' runs and climbs (reviewers may see the
+        # reference's config, a hidden task file).
+        "serving": dict(serving) if isinstance(serving := report.get("serving"), Mapping) else None,
     }
 
 

@@ -23,6 +23,7 @@ from tasks.timelines import answer_timelines
 from . import access, rendering, selectors, services, stats
 from .forms import AdjudicationForm, PairForm, ReviewForm, initial_from_review
 from .models import AssignmentStatus, OutcomeStatus, Review, ReviewAssignment, ReviewOutcome
+from .serving import serving_view
 
 View = Callable[..., HttpResponse]
 MAIN_FILE_NAMES = ("solution.py", "submission.py", "kernel.py")
@@ -200,6 +201,7 @@ def item_context(
         "report": report,
         "rubric": item["rubric"],
         "timing_chart": rendering.timing_chart(report["timing"]) if report else None,
+        "serving": serving_view(report),
         "timelines": answer_timelines(
             submission.task_version, ((report or {}).get("answer") or {}).get("fields")
         ),

@@ -54,6 +54,11 @@ CASES = (
     Case("row-softmax-patched-clock", "row-softmax", "bad/patched_clock.py"),
     # A CUDA kernel for a GPU task, on a host without a GPU: needs_hardware.
     Case("row-softmax-cuda-source", "row-softmax", "@cuda"),
+    # A serving task (a rate search with real vLLM engines): the expert's config, a
+    # context too short for the prompts (every request fails), a flag not allowed.
+    Case("shared-prefix-solution", "serve-shared-prefix", "solution/engine.toml"),
+    Case("shared-prefix-short-context", "serve-shared-prefix", "bad/short-context.toml"),
+    Case("shared-prefix-block-size", "serve-shared-prefix", "bad/block-size.toml"),
     # A task whose reference raises on its own inputs: task_error, not the submission's.
     Case(
         "causal-softmax-broken-reference",
@@ -102,8 +107,9 @@ class ModelNew(nn.Module):
 '''
 
 
-def submission_files(task_dir: Path, source: str) -> dict[str, str]:
-    """The files a user would submit for ``source``, as ``{"solution.py": code}``."""
+def submission_files(task_dir: Path, source: str, name: str = "solution.py") -> dict[str, str]:
+    """The files a user would submit for ``source``, as ``{name: text}``: a kernel's
+    ``solution.py``, a serving task's ``engine.toml``."""
     if source == "@empty":
         return {"solution.py": ""}
     if source == "@syntax":
@@ -114,7 +120,7 @@ def submission_files(task_dir: Path, source: str) -> dict[str, str]:
         # What a user does to get a baseline: the reference, its class renamed.
         reference = (task_dir / "reference.py").read_text(encoding="utf-8")
         return {"solution.py": re.sub(r"\bclass Model\b", "class ModelNew", reference)}
-    return {"solution.py": (task_dir / source).read_text(encoding="utf-8")}
+    return {name: (task_dir / source).read_text(encoding="utf-8")}
 
 
 def record(case: Case) -> dict[str, Any]:
@@ -127,7 +133,10 @@ def record(case: Case) -> dict[str, Any]:
     if case.reference_tail:
         reference = next(f["path"] for f in manifest["files"] if f.get("role") == "reference")
         task_files[reference] += case.reference_tail
-    files = submission_files(task_dir, case.source)
+    name = manifest.get("grading", {}).get("submission", "solution.py")
+    files = submission_files(
+        task_dir, case.source, name if manifest["kind"] == "serving" else "solution.py"
+    )
     message = {"manifest": manifest, "task_files": task_files, "submission_files": files}
     report = grade_message(message, backend_name="bwrap")
     return {"task": manifest.get("slug"), "source": case.source, "files": files, "report": report}

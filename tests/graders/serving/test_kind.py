@@ -10,6 +10,7 @@ import pytest
 
 from graders.contract import TaskFileInfo
 from graders.serving.kind import ServingKind
+from tests import recorded
 from tests.graders.serving.test_spec import FILES, MANIFEST
 
 KIND = ServingKind()
@@ -108,3 +109,27 @@ def test_validation_grades_the_expert_to_beat_the_reference_and_the_reference_it
     reference = by_path["(reference config)"]
     assert reference.expected_verdict == "accepted" and reference.overrides == {}
     assert reference.submission_files == {"engine.toml": FILES["reference/engine.toml"]}
+
+
+def test_a_rate_search_report_scores_by_the_rate_ratio() -> None:
+    """A real grading of the catalog's shared-prefix task (``tests/recorded.py``)."""
+    report = recorded.report("shared-prefix-solution")
+    serving = report["serving"]
+    assert serving["objective"] == "max_rate"
+    metrics = KIND.metrics_of(report)
+    assert metrics["rate_ratio"] == serving["rate_ratio"] and metrics["goodput_ratio"] is None
+    assert metrics["max_rate"] == serving["submission"]["max_rate"]
+    assert KIND.headline(report) == f"rate x{serving['rate_ratio']:.3g}"
+    ratio = serving["rate_ratio"]
+    below = {"type": "rate_ratio", "at_least": ratio * 0.99, "significant": True}
+    above = {"type": "rate_ratio", "at_least": ratio * 1.01}
+    assert KIND.score_rule(below, report=report, on_target=True)[0] is serving["significant"]
+    assert not KIND.score_rule(above, report=report, on_target=True)[0]
+    lines = KIND.summary_lines(report)
+    assert lines[0].startswith("rate:") and lines[1].startswith("max rate:")
+    # What the solver sees: every rate either side climbed, never the reference's flags.
+    public = KIND.public_report(report)
+    assert [p["rate"] for p in public["submission"]["points"]] == [
+        p["rate"] for p in serving["submission"]["points"]
+    ]
+    assert "flags" not in public["reference"] and "engine" not in public["reference"]

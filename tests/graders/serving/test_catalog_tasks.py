@@ -1,0 +1,34 @@
+"""The catalog's serving tasks validate, one at a time (each grading measures what the
+whole host can serve): the reference config sustains the task's first rate, the
+expert's beats it with brackets apart, and each negative gets its verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tasks.catalog import check_bundles, format_table
+from tests.test_catalog import serving_bundles
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("folder", serving_bundles(), ids=lambda folder: folder.name)
+@pytest.mark.timeout(1800)
+def test_a_catalog_serving_task_validates(folder: Path, model_dir: Path) -> None:
+    (check,) = check_bundles([folder], jobs=1)
+    table = format_table([check])
+    print(table)
+    assert check.passed, table
+    solution = check.solution
+    assert solution is not None and solution.verdict == "accepted", table
+    assert (solution.metrics.get("rate_ratio") or solution.metrics.get("goodput_ratio") or 0) > 1
+    roles = {f.role for f in check.files}
+    assert roles >= {"solution", "negative", "reference"}, roles
+    negatives = [f for f in check.files if f.role == "negative"]
+    assert {"compile_error"} < {f.expected for f in negatives}, "one invalid, one that fails"
+
+
+def test_the_catalog_holds_serving_tasks() -> None:
+    assert [f.name for f in serving_bundles()] != []
