@@ -42,9 +42,14 @@ SEED = 20261201
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "reference_solutions"
 HONEST = ROOT / "tests" / "exports" / "corpus" / "honest"
-# What an honest file is submitted as: a kernel's solution module, or a
-# debugging task's fix (a diff).
-SUBMITTED_AS = {".py": "solution.py", ".diff": "fix.diff", ".json": "answer.json"}
+# What an honest file is submitted as: a kernel's solution module, a debugging
+# task's fix (a diff), a profiling task's answer, a serving task's engine config.
+SUBMITTED_AS = {
+    ".py": "solution.py",
+    ".diff": "fix.diff",
+    ".json": "answer.json",
+    ".toml": "engine.toml",
+}
 
 
 @dataclass
