@@ -271,7 +271,7 @@ def task_grading(request: HttpRequest, task: Task) -> HttpResponse:
             messages.success(request, "Grading settings saved.")
             return redirect("task-grading", task.slug)
     status = 400 if form.errors else 200
-    context = editor_context(task, "grading", form=form)
+    context = editor_context(task, "grading", form=form, **form.page_context(request, task))
     return render(request, template, context, status=status)
 
 

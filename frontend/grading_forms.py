@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.http import HttpRequest
 
 from graders import registry
 from graders.contract import GradingTableError
@@ -71,6 +72,11 @@ class KindGradingForm(forms.Form):
     @classmethod
     def initial_from(cls, grading: Mapping[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
+
+    @classmethod
+    def page_context(cls, request: HttpRequest, task: Task) -> dict[str, Any]:
+        """What else the kind's grading page shows beside the form (none by default)."""
+        return {}
 
     def grading(self, existing: Mapping[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
@@ -481,13 +487,17 @@ class TableGradingForm(KindGradingForm):
         self.add_error("table", f"{error.field}{where}: {error.message}")
 
 
-# The grading forms of the kinds that have one, by the name a kind gives in its
-# ``authoring_form`` (graders.contract.TaskKind), with the template that shows it.
-GRADING_FORMS: dict[str, tuple[type[KindGradingForm], str]] = {
-    "kernel": (GradingForm, "frontend/edit/grading.html"),
-    "debugging": (DebuggingGradingForm, "frontend/edit/grading_debugging.html"),
-    "table": (TableGradingForm, "frontend/edit/grading_table.html"),
-}
+def grading_forms() -> dict[str, tuple[type[KindGradingForm], str]]:
+    """The grading forms of the kinds that have one, by the name a kind gives in its
+    ``authoring_form`` (graders.contract.TaskKind), with the template that shows it."""
+    from .serving_forms import ServingGradingForm  # built on this module's base form
+
+    return {
+        "kernel": (GradingForm, "frontend/edit/grading.html"),
+        "debugging": (DebuggingGradingForm, "frontend/edit/grading_debugging.html"),
+        "table": (TableGradingForm, "frontend/edit/grading_table.html"),
+        "serving": (ServingGradingForm, "frontend/edit/grading_serving.html"),
+    }
 
 
 def grading_form_for(kind: str) -> tuple[type[KindGradingForm], str] | None:
@@ -496,7 +506,7 @@ def grading_form_for(kind: str) -> tuple[type[KindGradingForm], str] | None:
     if not registry.is_kind(kind):
         return None
     name = registry.get(kind).authoring_form
-    return GRADING_FORMS.get(name) if name else None
+    return grading_forms().get(name) if name else None
 
 
 def grading_form_missing(kind: str) -> str:

@@ -3,7 +3,7 @@ from django.urls import path
 
 from . import authoring_views as edit
 from . import review_views as review
-from . import timeline_views, views
+from . import serving_views, timeline_views, views
 
 urlpatterns = [
     path(
@@ -45,6 +45,16 @@ urlpatterns = [
         name="task-file-delete",
     ),
     path("tasks/<slug:slug>/edit/grading/", edit.task_grading, name="task-grading"),
+    path(
+        "tasks/<slug:slug>/edit/grading/reference/",
+        serving_views.task_serving_reference,
+        name="task-serving-reference",
+    ),
+    path(
+        "tasks/<slug:slug>/edit/grading/reference/check/",
+        serving_views.task_serving_reference_check,
+        name="task-serving-reference-check",
+    ),
     path("tasks/<slug:slug>/edit/rubric/", edit.task_rubric, name="task-rubric"),
     path(
         "tasks/<slug:slug>/edit/rubric/<int:pk>/",

@@ -58,3 +58,13 @@ def store_validation_item_job(result_id: int, report: dict[str, Any]) -> str:
 
     result = validation_record(result_id=result_id, report=report)
     return result.verdict if result is not None else "stale"
+
+
+@shared_task(name="tasks.check_engine_config", acks_late=True, reject_on_worker_lost=True)
+def check_engine_config_job(manifest: dict[str, Any], files: dict[str, str], path: str) -> dict:
+    """A serving draft's config through vLLM's own checks, on a grading host (where the
+    serving environment is). The answer goes back through the result backend to the
+    authoring page, which polls for it; nothing is stored."""
+    from graders.serving.check import check_draft_config
+
+    return check_draft_config(manifest, files, path)

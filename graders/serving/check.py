@@ -124,3 +124,43 @@ def _run_engine_check(requests: Sequence[Mapping[str, Any]]) -> list[dict[str, A
         tail = completed.stderr.decode(errors="replace")[-2000:]
         raise CheckUnavailable(f"vLLM's config check failed: {tail}")
     return answer
+
+
+def check_draft_config(
+    manifest: Mapping[str, Any], files: Mapping[str, str], path: str
+) -> dict[str, Any]:
+    """A config file of a draft (the reference, as its author saves it) through the
+    gates a grading puts it through, with the task's tiny model built if need be.
+
+    Runs on a grading host, where the serving environment is; the answer is plain data
+    for the authoring page: ``{"flags", "errors": [{"flag", "message"}], "engine"}``, or
+    ``{"unavailable": why}`` when the checks themselves could not run.
+    """
+    from graders.contract import GradingTableError
+
+    from .models import ModelBuildError, tiny_model
+    from .spec import ServingSpec
+
+    try:
+        spec = ServingSpec.from_manifest(manifest, files)
+        config = spec.config_of(files[path], file=path)
+    except GradingTableError as error:
+        return {"flags": {}, "errors": [{"flag": "config", "message": str(error)}], "engine": {}}
+    try:
+        model_dir = (
+            tiny_model(spec.recipe) if spec.recipe is not None else Path(spec.model_path or "")
+        )
+        check = check_config(
+            config,
+            spec.policy,
+            fixed=spec.fixed,
+            model_dir=model_dir,
+            kv_cache_bytes=spec.kv_cache_bytes,
+        )
+    except (CheckUnavailable, ModelBuildError) as error:
+        return {"unavailable": str(error)}
+    return {
+        "flags": check.flags,
+        "errors": [{"flag": e.flag, "message": e.message} for e in check.errors],
+        "engine": check.engine,
+    }

@@ -55,7 +55,7 @@ from typing import Any
 
 from graders import stats
 from graders.verdicts import Verdict
-from sandboxes.base import GiB, Sandbox
+from sandboxes.base import Sandbox
 
 from .check import check_configs
 from .engine import Engine, EngineError, StartResult
@@ -234,7 +234,6 @@ def grade_serving(
     """Measure both configs (see the module's docstring) and decide the verdict."""
     phases: dict[str, float] = {}
     began = time.monotonic()
-    kv_bytes = int(spec.kv_cache_gib * GiB)
     reference, submission = Side("reference"), Side("submission")
     checked = check_configs(
         [reference_config, submission_config],
@@ -242,7 +241,7 @@ def grade_serving(
         fixed=spec.fixed,
         model_dir=model_dir,
         gpus=gpus,
-        kv_cache_bytes=kv_bytes,
+        kv_cache_bytes=spec.kv_cache_bytes,
     )
     checks = {"reference": checked[0], "submission": checked[1]}
     for side, check in zip((reference, submission), checked, strict=True):

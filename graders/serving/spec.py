@@ -103,6 +103,7 @@ WORKLOAD_KEYS = (
     "seed",
     "ignore_eos",
 )
+GIB = 1 << 30
 MAX_REQUESTS = 5000
 MAX_RATES = 12
 MAX_TINY_PARAMETERS = 50_000_000  # built in seconds, served on a CPU
@@ -205,6 +206,11 @@ class ServingSpec:
             objective=objective,
             rates=rates,
         )
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """The KV cache each engine gets, in bytes (the budget vLLM's check counts against)."""
+        return int(self.kv_cache_gib * GIB)
 
     def config_of(self, text: str, *, file: str) -> dict[str, Any]:
         """A config file's flags table; GradingTableError naming the file when it is not
