@@ -137,7 +137,9 @@ def check_draft_config(
     ``{"unavailable": why}`` when the checks themselves could not run.
     """
     from graders.contract import GradingTableError
+    from sandboxes.hardware import detect
 
+    from .grading import grading_gpus, platform_flags
     from .models import ModelBuildError, tiny_model
     from .spec import ServingSpec
 
@@ -146,6 +148,9 @@ def check_draft_config(
         config = spec.config_of(files[path], file=path)
     except GradingTableError as error:
         return {"flags": {}, "errors": [{"flag": "config", "message": str(error)}], "engine": {}}
+    gpus = grading_gpus(str(manifest.get("hardware", "cpu")), detect().get("gpu"))
+    if isinstance(gpus, str):
+        return {"unavailable": gpus}
     try:
         model_dir = (
             tiny_model(spec.recipe) if spec.recipe is not None else Path(spec.model_path or "")
@@ -153,8 +158,9 @@ def check_draft_config(
         check = check_config(
             config,
             spec.policy,
-            fixed=spec.fixed,
+            fixed={**spec.fixed, **platform_flags(spec, gpus)},
             model_dir=model_dir,
+            gpus=len(gpus),
             kv_cache_bytes=spec.kv_cache_bytes,
         )
     except (CheckUnavailable, ModelBuildError) as error:

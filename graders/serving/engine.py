@@ -81,11 +81,22 @@ class Engine:
     model_dir: Path
     env: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = ENGINE_LIMITS
+    gpus: tuple[int, ...] = ()  # device indices passed into the sandbox (GPU hosts)
     side: Side | None = None
     result: RunResult | None = None
 
     def open(self) -> None:
         """Start the sandbox and wait for the driver's hello."""
+        self.side = Side.start(self.role, self.backend, self.run_request())
+        try:
+            self.side.await_reply("hello", HELLO_TIMEOUT_S)
+        except SideFailure as failure:
+            self.close()
+            raise EngineError(f"the {self.role} engine's driver did not start: {failure}") from None
+
+    def run_request(self) -> RunRequest:
+        """The sandbox this engine runs in: the serving environment, the driver and the
+        model read-only, loopback networking only, and on a GPU host its devices."""
         env = {
             **python_env(WORKDIR),
             "PATH": f"{serving_python().parent}:/usr/local/bin:/usr/bin:/bin",
@@ -99,7 +110,7 @@ class Engine:
         # The interpreter's own threads: vLLM sets its compute threads itself.
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             env.pop(name, None)
-        request = RunRequest(
+        return RunRequest(
             argv=[str(serving_python()), "-B", "-c", BOOTSTRAP],
             limits=self.limits,
             env=env,
@@ -113,13 +124,8 @@ class Engine:
             ],
             workdir=WORKDIR,
             network="loopback",
+            gpus=self.gpus,
         )
-        self.side = Side.start(self.role, self.backend, request)
-        try:
-            self.side.await_reply("hello", HELLO_TIMEOUT_S)
-        except SideFailure as failure:
-            self.close()
-            raise EngineError(f"the {self.role} engine's driver did not start: {failure}") from None
 
     def _ask(self, op: str, header: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         if self.side is None:

@@ -56,6 +56,7 @@ from typing import Any
 from graders import stats
 from graders.verdicts import Verdict
 from sandboxes.base import Sandbox
+from sandboxes.hardware import gpu_class
 
 from .check import check_configs
 from .engine import Engine, EngineError, StartResult
@@ -63,6 +64,8 @@ from .flags import FlagError, number_text, to_argv
 from .spec import ServingSpec, Workload
 
 MAX_FAILED_SHARE = 0.01
+# On a GPU, the share of its memory each of the grading's two engines may hold.
+GPU_SHARE = 0.45
 PERCENTILES = "50,90,99"
 RUN_KEYS = (
     "completed",
@@ -229,7 +232,7 @@ def grade_serving(
     *,
     model_dir: Path,
     backend: Sandbox,
-    gpus: int = 0,
+    gpus: tuple[int, ...] = (),
 ) -> ServingResult:
     """Measure both configs (see the module's docstring) and decide the verdict."""
     phases: dict[str, float] = {}
@@ -238,9 +241,9 @@ def grade_serving(
     checked = check_configs(
         [reference_config, submission_config],
         spec.policy,
-        fixed=spec.fixed,
+        fixed={**spec.fixed, **platform_flags(spec, gpus)},
         model_dir=model_dir,
-        gpus=gpus,
+        gpus=len(gpus),
         kv_cache_bytes=spec.kv_cache_bytes,
     )
     checks = {"reference": checked[0], "submission": checked[1]}
@@ -265,10 +268,13 @@ def grade_serving(
         result.verdict = Verdict.COMPILE_ERROR.value
         result.reason = "the engine config is refused: " + _listed(checks["submission"].errors)
         return result
-    env = {"VLLM_CPU_KVCACHE_SPACE": number_text(spec.kv_cache_gib)}
-    engines = [Engine(side.role, backend, model_dir, env=env) for side in (reference, submission)]
+    env = {} if gpus else {"VLLM_CPU_KVCACHE_SPACE": number_text(spec.kv_cache_gib)}
+    engines = [
+        Engine(side.role, backend, model_dir, env=env, gpus=gpus)
+        for side in (reference, submission)
+    ]
     try:
-        _measure(spec, engines, (reference, submission), phases)
+        _measure(spec, engines, (reference, submission), phases, gpus)
     except EngineError as exc:
         result.verdict, result.reason = Verdict.INTERNAL_ERROR.value, str(exc)
         return result
@@ -283,14 +289,42 @@ def grade_serving(
     return _decide(result, spec)
 
 
+def grading_gpus(hardware: str, gpu: Mapping[str, Any] | None) -> tuple[int, ...] | str:
+    """The devices a grading of a task targeting ``hardware`` uses on a host whose GPU is
+    ``gpu`` (``sandboxes.hardware.detect()["gpu"]``), or why this host cannot grade it.
+    A CPU task uses none; a GPU task, the first device of a host of its class (a GPU
+    worker grades one submission at a time, its two engines sharing the device)."""
+    if hardware == "cpu":
+        return ()
+    name = str((gpu or {}).get("name") or "")
+    if gpu_class(name) != hardware:
+        found = f"a {name}" if name else "no GPU"
+        return f"this task's engines need a {hardware} GPU; this host has {found}"
+    return (0,)
+
+
+def platform_flags(spec: ServingSpec, gpus: tuple[int, ...]) -> dict[str, Any]:
+    """The engine arguments the platform adds to every engine of a grading. On a CPU host
+    none (the KV cache is ``VLLM_CPU_KVCACHE_SPACE``). On a GPU the two engines share
+    the device: each gets the task's KV cache in bytes, and may hold at most
+    ``GPU_SHARE`` of the device's memory, so that the second one starts beside the first."""
+    if not gpus:
+        return {}
+    return {"kv_cache_memory_bytes": spec.kv_cache_bytes, "gpu_memory_utilization": GPU_SHARE}
+
+
 def _measure(
-    spec: ServingSpec, engines: list[Engine], sides: tuple[Side, Side], phases: dict[str, float]
+    spec: ServingSpec,
+    engines: list[Engine],
+    sides: tuple[Side, Side],
+    phases: dict[str, float],
+    gpus: tuple[int, ...] = (),
 ) -> None:
     workload = spec.workload
     began = time.monotonic()
     for engine in engines:
         engine.open()
-    fixed = to_argv(spec.fixed)
+    fixed = to_argv({**spec.fixed, **platform_flags(spec, gpus)})
     with ThreadPoolExecutor(max_workers=2) as pool:
         starts = [
             pool.submit(

