@@ -64,6 +64,48 @@ def _healthy() -> bool:
         return False
 
 
+def write_length_prompts(
+    model: str, *, rows: list[list[int]], requests: int, seed: int, path: str
+) -> None:
+    """A length-distribution workload as vLLM's custom dataset reads it (JSONL of
+    ``prompt`` and ``output_tokens``), into ``path`` in the working folder: ``requests``
+    rows drawn from the task's (input, output) lengths by ``seed``, each with a prompt of
+    exactly its input length in the model's tokenizer. A prompt is words drawn at random
+    from the tokenizer's one-token words, so that no two requests share a prefix by
+    accident (which prefix caching would reward)."""
+    import random
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+
+    def count(text: str) -> int:
+        return len(tokenizer(text).input_ids)
+
+    words = sorted(
+        text
+        for token in tokenizer.get_vocab()
+        if (text := tokenizer.convert_tokens_to_string([token])).startswith(" ")
+        and text[1:].isalpha()
+        and count(text) == 1
+    )
+    if not words:
+        raise ValueError("the tokenizer has no one-token words to build prompts of")
+    rng = random.Random(seed)
+    drawn: list[list[int]] = []
+    while len(drawn) < requests:  # every row once per pass, in a seeded order
+        drawn += rng.sample(rows, len(rows))
+    lines = []
+    for prompt_len, output_len in drawn[:requests]:
+        prompt = "".join(rng.choice(words) for _ in range(prompt_len))
+        while count(prompt) > prompt_len:  # words that merged: trim to the length
+            prompt = prompt[: prompt.rindex(" ")]
+        while count(prompt) < prompt_len:
+            prompt += rng.choice(words)
+        lines.append(json.dumps({"prompt": prompt, "output_tokens": output_len}))
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
 class Driver:
     def __init__(self) -> None:
         self.engine: subprocess.Popen[bytes] | None = None
@@ -105,6 +147,8 @@ class Driver:
 
         if self.engine is None or self.engine.poll() is not None:
             return {"engine_alive": False, "log": _tail()}
+        if header.get("lengths"):
+            write_length_prompts(self.model, **header["lengths"])
         parser = FlexibleArgumentParser()
         add_cli_args(parser)
         args = parser.parse_args(

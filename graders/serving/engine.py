@@ -150,8 +150,14 @@ class Engine:
             log=str(reply.get("log") or ""),
         )
 
-    def bench(self, argv: Sequence[str], timeout_s: float) -> dict[str, Any]:
-        return self._ask("bench", {"argv": list(argv)}, timeout_s)
+    def bench(
+        self, argv: Sequence[str], timeout_s: float, lengths: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """One run of vLLM's benchmark client against this engine. ``lengths``: the
+        prompts of a length-distribution workload, which the driver writes first
+        (``driver.write_length_prompts``'s arguments but the model)."""
+        header = {"argv": list(argv), "lengths": dict(lengths) if lengths else None}
+        return self._ask("bench", header, timeout_s)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:

@@ -64,6 +64,7 @@ from .flags import FlagError, number_text, to_argv
 from .spec import ServingSpec, Workload
 
 MAX_FAILED_SHARE = 0.01
+LENGTHS_FILE = "prompts.jsonl"  # in the engine sandbox's working folder
 # On a GPU, the share of its memory each of the grading's two engines may hold.
 GPU_SHARE = 0.45
 PERCENTILES = "50,90,99"
@@ -179,8 +180,13 @@ def workload_args(
             "--prefix-repetition-num-prefixes", str(workload.prefixes),
             "--prefix-repetition-output-len", str(workload.output_len),
         ]  # fmt: skip
-    else:
-        raise NotImplementedError("length-distribution workloads are not run yet")
+    else:  # lengths: prompts of the file's lengths, written by the driver (length_prompts)
+        data = [
+            "--dataset-name", "custom",
+            "--dataset-path", LENGTHS_FILE,
+            "--custom-output-len", "-1",
+            "--skip-chat-template",
+        ]  # fmt: skip
     return [
         *data,
         "--num-prompts", str(requests),
@@ -193,6 +199,16 @@ def workload_args(
         "--metric-percentiles", PERCENTILES,
         "--temperature", "0",
     ]  # fmt: skip
+
+
+def length_prompts(workload: Workload, *, seed: int, requests: int) -> dict[str, Any] | None:
+    """For a length-distribution workload, what the driver needs to write a run's prompts
+    (``driver.write_length_prompts``): the file's rows, drawn by the run's seed, each
+    prompt exactly its input length in the model's tokenizer. None for other datasets."""
+    if workload.dataset != "lengths":
+        return None
+    rows = [list(row) for row in workload.length_rows]
+    return {"rows": rows, "requests": requests, "seed": seed, "path": LENGTHS_FILE}
 
 
 def _run_of(reply: Mapping[str, Any], index: int, seed: int, requests: int, rate: float) -> Run:
@@ -346,6 +362,9 @@ def _measure(
                         workload, spec, seed=workload.seed + 10_000, requests=workload.warmup
                     ),
                     timeout_s=_bench_timeout(workload.warmup, workload.rate),
+                    lengths=length_prompts(
+                        workload, seed=workload.seed + 10_000, requests=workload.warmup
+                    ),
                 )
     phases["warmup"] = round(time.monotonic() - began, 3)
     began = time.monotonic()
@@ -384,6 +403,7 @@ def _one_run(
         reply = engine.bench(
             workload_args(workload, spec, seed=seed, requests=requests, rate=rate),
             timeout_s=_bench_timeout(requests, rate),
+            lengths=length_prompts(workload, seed=seed, requests=requests),
         )
     if not reply.get("engine_alive"):
         side.error_kind, side.log = "died", str(reply.get("log") or "")[-4000:]

@@ -105,6 +105,8 @@ WORKLOAD_KEYS = (
 )
 GIB = 1 << 30
 MAX_REQUESTS = 5000
+MAX_INPUT_LEN = 1 << 17
+MAX_OUTPUT_LEN = 1 << 15
 MAX_RATES = 12
 MAX_TINY_PARAMETERS = 50_000_000  # built in seconds, served on a CPU
 
@@ -125,6 +127,8 @@ class Workload:
     warmup: int
     seed: int
     ignore_eos: bool
+    # dataset = "lengths": the file's (input, output) token counts, one per line.
+    length_rows: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -415,10 +419,11 @@ def _workload(grading: Mapping[str, Any], files: Mapping[str, str]) -> Workload:
             f"{where}.burstiness", 'a Poisson process has burstiness 1: use arrival = "gamma"'
         )
     lengths = table.get("lengths")
+    rows: tuple[tuple[int, int], ...] = ()
     if dataset == "lengths":
         if not isinstance(lengths, str) or lengths not in files:
             raise GradingTableError(f"{where}.lengths", "must name a .jsonl file of the bundle")
-        _check_lengths(lengths, files[lengths])
+        rows = _length_rows(lengths, files[lengths])
     elif lengths is not None:
         raise GradingTableError(f"{where}.lengths", 'is for dataset = "lengths" only')
     ignore_eos = table.get("ignore_eos", True)
@@ -427,8 +432,8 @@ def _workload(grading: Mapping[str, Any], files: Mapping[str, str]) -> Workload:
     prefix = dataset == "prefix"
     return Workload(
         dataset=dataset,
-        input_len=_whole(table, "input_len", 128, low=1, high=1 << 17, where=where),
-        output_len=_whole(table, "output_len", 32, low=1, high=1 << 15, where=where),
+        input_len=_whole(table, "input_len", 128, low=1, high=MAX_INPUT_LEN, where=where),
+        output_len=_whole(table, "output_len", 32, low=1, high=MAX_OUTPUT_LEN, where=where),
         range_ratio=_number(table, "range_ratio", 0.0, low=0, high=1, where=where),
         lengths=lengths if dataset == "lengths" else None,
         prefix_len=_whole(
@@ -442,28 +447,37 @@ def _workload(grading: Mapping[str, Any], files: Mapping[str, str]) -> Workload:
         warmup=_whole(table, "warmup", 4, low=0, high=500, where=where),
         seed=_whole(table, "seed", 0, low=0, high=2**31 - 1, where=where),
         ignore_eos=ignore_eos,
+        length_rows=rows,
     )
 
 
-def _check_lengths(path: str, text: str) -> None:
+def _length_rows(path: str, text: str) -> tuple[tuple[int, int], ...]:
     rows = [line for line in text.splitlines() if line.strip()]
     if not rows:
         raise GradingTableError("lengths", "holds no requests", file=path)
+    found: list[tuple[int, int]] = []
     for number, line in enumerate(rows, 1):
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
             raise GradingTableError(f"line {number}", "is not JSON", file=path) from None
         ok = isinstance(row, dict) and all(
-            isinstance(row.get(key), int) and not isinstance(row.get(key), bool) and row[key] > 0
-            for key in ("input", "output")
+            isinstance(row.get(key), int)
+            and not isinstance(row.get(key), bool)
+            and 0 < row[key] <= most
+            for key, most in (("input", MAX_INPUT_LEN), ("output", MAX_OUTPUT_LEN))
         )
         if not ok:
             raise GradingTableError(
                 f"line {number}",
-                'must be {"input": n, "output": m}, positive whole numbers',
+                'must be {"input": n, "output": m}, whole numbers from 1 '
+                f"(at most {MAX_INPUT_LEN} and {MAX_OUTPUT_LEN})",
                 file=path,
             )
+        found.append((row["input"], row["output"]))
+    if len(found) > MAX_REQUESTS:
+        raise GradingTableError("lengths", f"holds more than {MAX_REQUESTS} requests", file=path)
+    return tuple(found)
 
 
 def _slo(grading: Mapping[str, Any]) -> Slo:

@@ -4,6 +4,8 @@ vLLM's own benchmark client, and gone without a trace when closed."""
 
 from __future__ import annotations
 
+import copy
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +14,10 @@ from typing import Any
 import pytest
 
 from graders.serving.engine import Engine
+from graders.serving.grading import length_prompts, workload_args
+from graders.serving.spec import ServingSpec
 from sandboxes import get_backend
+from tests.graders.serving.test_spec import FILES, MANIFEST
 
 pytestmark = pytest.mark.slow
 
@@ -24,6 +29,24 @@ WORKLOAD = [
     "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
 ]  # fmt: skip
 KV_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+# A length-distribution workload: every row once (as many requests as rows).
+LENGTHS = [(40, 8), (120, 4), (64, 16), (200, 6), (32, 12), (90, 10)]
+
+
+def _lengths_run() -> tuple[list[str], dict[str, Any] | None]:
+    """The client's arguments and files for the LENGTHS workload, as a grading builds them."""
+    manifest = copy.deepcopy(MANIFEST)
+    manifest["grading"]["workload"] = {
+        "dataset": "lengths",
+        "lengths": "workload/lengths.jsonl",
+        "rate": 6,
+        "requests": len(LENGTHS),
+        "seed": 3,
+    }
+    text = "\n".join(json.dumps({"input": i, "output": o}) for i, o in LENGTHS)
+    spec = ServingSpec.from_manifest(manifest, {**FILES, "workload/lengths.jsonl": text})
+    argv = workload_args(spec.workload, spec, seed=3, requests=len(LENGTHS))
+    return argv, length_prompts(spec.workload, seed=3, requests=len(LENGTHS))
 
 
 def _engine_processes() -> list[str]:
@@ -41,6 +64,8 @@ def served(model_dir: Path) -> Iterator[dict[str, Any]]:
         facts["during"] = _engine_processes()
         if facts["start"].ready:
             facts["bench"] = engine.bench(WORKLOAD, timeout_s=300)
+            argv, lengths = _lengths_run()
+            facts["lengths"] = engine.bench(argv, timeout_s=300, lengths=lengths)
     finally:
         facts["result"] = engine.close()
         facts["after"] = _engine_processes()
@@ -64,6 +89,16 @@ def test_vllms_client_measures_the_workload(served: dict[str, Any]) -> None:
     assert 0 < result["request_goodput"] <= result["request_throughput"]
     for metric in ("ttft", "tpot", "itl", "e2el"):
         assert 0 < result[f"median_{metric}_ms"] <= result[f"p99_{metric}_ms"]
+
+
+def test_a_length_distribution_workload_sends_the_files_lengths(served: dict[str, Any]) -> None:
+    """Each row once, its prompt exactly its input length as the engine counts it."""
+    bench = served["lengths"]
+    assert bench["engine_alive"] is True, bench.get("log")
+    result = bench["result"]
+    assert result["completed"] == len(LENGTHS) and result["failed"] == 0
+    assert result["total_input_tokens"] == sum(i for i, _ in LENGTHS)
+    assert result["total_output_tokens"] == sum(o for _, o in LENGTHS)  # ignore_eos
 
 
 def test_nothing_of_the_engine_is_left_after_close(served: dict[str, Any]) -> None:

@@ -138,7 +138,13 @@ def test_a_length_distribution_file_is_checked_line_by_line() -> None:
         parse(manifest, files)
     assert (caught.value.file, caught.value.field) == ("workload/lengths.jsonl", "line 2")
     files["workload/lengths.jsonl"] = '{"input": 120, "output": 30}\n{"input": 900, "output": 8}\n'
-    assert parse(manifest, files).workload.lengths == "workload/lengths.jsonl"
+    workload = parse(manifest, files).workload
+    assert workload.lengths == "workload/lengths.jsonl"
+    assert workload.length_rows == ((120, 30), (900, 8))
+    files["workload/lengths.jsonl"] = '{"input": 1, "output": 40000}\n'
+    with pytest.raises(GradingTableError) as caught:
+        parse(manifest, files)
+    assert caught.value.field == "line 1" and "at most" in caught.value.message
 
 
 def test_a_reference_config_that_is_not_toml_names_its_file() -> None:
