@@ -62,14 +62,19 @@ def reference_context(
     }
 
 
-def _spec(task: Task, path: str, text: str) -> ServingSpec:
-    payload = grading_payload(
+def _payload(task: Task) -> dict[str, Any]:
+    """The draft as a grading host sees it: its manifest and its files' texts."""
+    return grading_payload(
         slug=task.slug,
         kind=task.kind,
         hardware=task.hardware,
         grading=task.grading or {},
         files=task.files.all(),
     )
+
+
+def _spec(task: Task, path: str, text: str) -> ServingSpec:
+    payload = _payload(task)
     files = {**payload["task_files"], path: text}
     return ServingSpec.from_manifest(payload["manifest"], files)
 
@@ -92,13 +97,7 @@ def _gate(task: Task, path: str, text: str) -> list[str]:
 def _enqueue_check(request: HttpRequest, task: Task, path: str) -> None:
     from tasks.jobs import check_engine_config_job
 
-    payload = grading_payload(
-        slug=task.slug,
-        kind=task.kind,
-        hardware=task.hardware,
-        grading=task.grading or {},
-        files=task.files.all(),
-    )
+    payload = _payload(task)
     queue = registry.grading_queue(task.kind, task.hardware, settings.GRADING_GPU_POOLS)
     job = check_engine_config_job.apply_async(
         args=(payload["manifest"], payload["task_files"], path), queue=queue
