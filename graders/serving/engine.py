@@ -53,6 +53,11 @@ class EngineError(Exception):
     """The engine's sandbox or driver failed: the platform's problem, not the config's."""
 
 
+class EngineTimeout(EngineError):
+    """The driver did not answer in time: the engine serves too slowly for the run (the
+    grading blames the side whose engine it is)."""
+
+
 def serving_python() -> Path:
     return SERVING_VENV / "bin" / "python"
 
@@ -134,6 +139,8 @@ class Engine:
             reply = self.side.request(op, header, timeout_s=timeout_s)
         except SideFailure as failure:
             message = f"the {self.role} engine's driver failed on {op}: {failure}"
+            if failure.kind == "timeout":
+                raise EngineTimeout(message) from None
             raise EngineError(message) from None
         return dict(reply.header)
 

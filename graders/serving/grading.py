@@ -59,11 +59,12 @@ from sandboxes.base import Sandbox
 from sandboxes.hardware import gpu_class
 
 from .check import check_configs
-from .engine import Engine, EngineError, StartResult
+from .engine import Engine, EngineError, EngineTimeout, StartResult
 from .flags import FlagError, number_text, to_argv
 from .spec import ServingSpec, Workload
 
 MAX_FAILED_SHARE = 0.01
+WARMUP_SEED = 10_000  # added to the workload's seed: prompts no measured run sends
 LENGTHS_FILE = "prompts.jsonl"  # in the engine sandbox's working folder
 # On a GPU, the share of its memory each of the grading's two engines may hold.
 GPU_SHARE = 0.45
@@ -126,7 +127,8 @@ class Side:
     ready_s: float | None = None
     runs: list[Run] = field(default_factory=list)
     error: str = ""
-    error_kind: str = ""  # refused | start | memory | died | failed_requests
+    # refused | start | memory | died | timeout | tokens | failed_requests
+    error_kind: str = ""
     log: str = ""
     points: list[Point] = field(default_factory=list)  # max_rate: per rate climbed
     max_rate: float | None = None  # max_rate: the estimate, requests per second
@@ -340,11 +342,13 @@ def _measure(
     began = time.monotonic()
     for engine in engines:
         engine.open()
+    # The task's and the platform's arguments last: where a flag came twice, vLLM's parser
+    # keeps the last, so nothing a solver writes undoes them.
     fixed = to_argv({**spec.fixed, **platform_flags(spec, gpus)})
     with ThreadPoolExecutor(max_workers=2) as pool:
         starts = [
             pool.submit(
-                _start, engine, side, [*fixed, *to_argv(side.flags)], spec.startup_timeout_s
+                _start, engine, side, [*to_argv(side.flags), *fixed], spec.startup_timeout_s
             )
             for engine, side in zip(engines, sides, strict=True)
         ]
@@ -354,25 +358,26 @@ def _measure(
         return
     began = time.monotonic()
     if workload.warmup:
+        seed = workload.seed + WARMUP_SEED
         for index, engine in enumerate(engines):
             other = engines[1 - index]
+            timeout_s = _bench_timeout(workload.warmup, workload.rate)
             with other.paused():
-                engine.bench(
-                    workload_args(
-                        workload, spec, seed=workload.seed + 10_000, requests=workload.warmup
-                    ),
-                    timeout_s=_bench_timeout(workload.warmup, workload.rate),
-                    lengths=length_prompts(
-                        workload, seed=workload.seed + 10_000, requests=workload.warmup
-                    ),
-                )
+                try:
+                    engine.bench(
+                        workload_args(workload, spec, seed=seed, requests=workload.warmup),
+                        timeout_s=timeout_s,
+                        lengths=length_prompts(workload, seed=seed, requests=workload.warmup),
+                    )
+                except EngineTimeout:
+                    _timed_out(sides[index], "the warm-up", timeout_s)
     phases["warmup"] = round(time.monotonic() - began, 3)
     began = time.monotonic()
     climbing = [True, True]
-    for rate in spec.rates:
+    for rung, rate in enumerate(spec.rates):
         for run in range(spec.runs):
             order = (0, 1) if run % 2 == 0 else (1, 0)
-            seed = workload.seed + run
+            seed = run_seed(workload, rung, run)
             for index in order:
                 if climbing[index] and not sides[index].error_kind:
                     _one_run(spec, engines, sides, index, run, seed, rate)
@@ -399,17 +404,63 @@ def _one_run(
     workload = spec.workload
     engine, side, other = engines[index], sides[index], engines[1 - index]
     requests = requests_at(workload, rate)
+    timeout_s = _bench_timeout(requests, rate)
     with other.paused():
-        reply = engine.bench(
-            workload_args(workload, spec, seed=seed, requests=requests, rate=rate),
-            timeout_s=_bench_timeout(requests, rate),
-            lengths=length_prompts(workload, seed=seed, requests=requests),
-        )
+        try:
+            reply = engine.bench(
+                workload_args(workload, spec, seed=seed, requests=requests, rate=rate),
+                timeout_s=timeout_s,
+                lengths=length_prompts(workload, seed=seed, requests=requests),
+            )
+        except EngineTimeout:
+            _timed_out(side, f"run {run} at {number_text(rate)} requests/s", timeout_s)
+            return
     if not reply.get("engine_alive"):
         side.error_kind, side.log = "died", str(reply.get("log") or "")[-4000:]
         side.error = f"the engine stopped during run {run} at {number_text(rate)} requests/s"
         return
-    side.runs.append(_run_of(reply, run, seed, requests, rate))
+    measured = _run_of(reply, run, seed, requests, rate)
+    short = _short_of_tokens(workload, measured, requests)
+    if short:
+        side.error_kind, side.error = "tokens", short
+    side.runs.append(measured)
+
+
+def run_seed(workload: Workload, rung: int, run: int) -> int:
+    """The seed of run ``run`` at the ``rung``-th rate: the same for both sides (the
+    same prompts and arrival times), and never one an engine has served before in the
+    grading (vLLM's datasets send a seed's prompts again from the start, which a prefix
+    cache would answer without prefill)."""
+    return workload.seed + 100 * rung + run
+
+
+def _timed_out(side: Side, what: str, timeout_s: float) -> None:
+    side.error_kind = "timeout"
+    side.error = f"{what} did not finish in {timeout_s:.0f} s: the engine serves too slowly"
+
+
+def _short_of_tokens(workload: Workload, run: Run, requests: int) -> str:
+    """Why a run did not do the work the workload asks for ("" when it did): with
+    ``ignore_eos`` every completed request gets exactly its output length, so an engine
+    answering with fewer tokens (capped by some setting) has skipped work it is timed on."""
+    if not workload.ignore_eos or run.figures.get("failed", 0.0):
+        return ""
+    expected = expected_output_tokens(workload, requests)
+    got = run.figures.get("total_output_tokens")
+    if expected is None or got is None or int(got) == expected:
+        return ""
+    return (
+        f"run {run.index} at {number_text(run.rate)} requests/s returned {int(got)} output "
+        f"tokens where the workload asks for {expected}"
+    )
+
+
+def expected_output_tokens(workload: Workload, requests: int) -> int | None:
+    """How many output tokens ``requests`` requests of the workload ask for, where that
+    is known before the run (fixed output lengths); None where lengths vary."""
+    if workload.dataset == "prefix" or (workload.dataset == "random" and workload.range_ratio == 0):
+        return requests * workload.output_len
+    return None
 
 
 def requests_at(workload: Workload, rate: float) -> int:
@@ -446,11 +497,10 @@ def _decide(result: ServingResult, spec: ServingSpec) -> ServingResult:
     if ref_failed > MAX_FAILED_SHARE:
         return _task_error(result, f"the reference failed {ref_failed:.1%} of its requests")
     if submission.error_kind:
-        verdict = (
-            Verdict.MEMORY_LIMIT_EXCEEDED
-            if submission.error_kind == "memory"
-            else Verdict.RUNTIME_ERROR
-        )
+        verdict = {
+            "memory": Verdict.MEMORY_LIMIT_EXCEEDED,
+            "timeout": Verdict.TIME_LIMIT_EXCEEDED,
+        }.get(submission.error_kind, Verdict.RUNTIME_ERROR)
         result.verdict, result.reason = verdict.value, submission.error
         return result
     failed = max((run.failed_share for run in submission.runs), default=1.0)

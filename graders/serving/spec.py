@@ -62,7 +62,7 @@ from typing import Any
 
 from graders.contract import GradingTableError
 
-from .flags import NEVER, QUALITY, FlagPolicy, normalise, number_text
+from .flags import NEVER, QUALITY, SETTABLE, FlagPolicy, normalise, number_text
 from .tinymodel import Recipe
 
 ENGINES = {"vllm": "0.32.0"}  # the engines this platform runs, at their pinned versions
@@ -188,6 +188,11 @@ class ServingSpec:
             raise GradingTableError("grading.submission", "must be a file name, not a path")
         policy = _policy(grading)
         fixed = _fixed(grading)
+        both = sorted(set(fixed) & policy.allowed)
+        if both:
+            raise GradingTableError(
+                f"grading.fixed.{both[0]}", "is fixed by the task, so solvers may not set it too"
+            )
         reference = _config_file(grading, "reference", files)
         hardware = manifest.get("hardware", "cpu")
         recipe, model_path = _model(grading, hardware)
@@ -219,13 +224,7 @@ class ServingSpec:
     def config_of(self, text: str, *, file: str) -> dict[str, Any]:
         """A config file's flags table; GradingTableError naming the file when it is not
         TOML or sets nothing."""
-        try:
-            config = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise GradingTableError("config", f"is not TOML: {exc}", file=file) from None
-        if not config:
-            raise GradingTableError("config", "sets no flag", file=file)
-        return config
+        return _read_config(text, file)
 
 
 # -- pieces ---------------------------------------------------------------------------
@@ -295,6 +294,13 @@ def _names(grading: Mapping[str, Any], key: str) -> frozenset[str]:
             f"--{never[0].replace('_', '-')} runs or loads code, names a file or model, or "
             "moves the engine: no task may let solvers set it",
         )
+    unvetted = sorted(names - SETTABLE)
+    if unvetted:
+        raise GradingTableError(
+            f"grading.{key}",
+            f"--{unvetted[0].replace('_', '-')} is not an engine argument this platform lets "
+            f"solvers set; those it does: {', '.join(sorted(SETTABLE))}",
+        )
     return names
 
 
@@ -354,13 +360,22 @@ def _config_file(grading: Mapping[str, Any], key: str, files: Mapping[str, str])
         raise GradingTableError(f"grading.{key}", "must name the bundle's .toml config file")
     if path not in files:
         raise GradingTableError(f"grading.{key}", f"{path} is not a file of the bundle")
-    try:
-        config = tomllib.loads(files[path])
-    except tomllib.TOMLDecodeError as exc:
-        raise GradingTableError("config", f"is not TOML: {exc}", file=path) from None
-    if not config:
-        raise GradingTableError("config", "sets no flag", file=path)
+    _read_config(files[path], path)
     return path
+
+
+def _read_config(text: str, file: str) -> dict[str, Any]:
+    """A config file's flags table; GradingTableError naming the file when it is not
+    TOML (tomllib's own refusals, and the nesting and huge numbers it gives up on) or
+    sets nothing."""
+    try:
+        config = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
+        reason = str(exc) if isinstance(exc, tomllib.TOMLDecodeError) else "too deep or too large"
+        raise GradingTableError("config", f"is not TOML: {reason}", file=file) from None
+    if not config:
+        raise GradingTableError("config", "sets no flag", file=file)
+    return config
 
 
 def _model(grading: Mapping[str, Any], hardware: Any) -> tuple[Recipe | None, str | None]:

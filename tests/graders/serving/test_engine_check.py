@@ -21,7 +21,6 @@ ALLOWED = frozenset(
         "enable_prefix_caching",
         "max_model_len",
         "tensor_parallel_size",
-        "max_num_seq",
         "block_size",
     }
 )
@@ -55,7 +54,6 @@ def test_a_good_config_resolves_to_the_engine_vllm_would_build(model_dir: Path) 
 
 
 REFUSED = [
-    ({"max_num_seq": 4}, "max_num_seq", "did you mean --max-num-seqs?"),
     ({"max_num_seqs": "many"}, "max_num_seqs", "invalid int value: 'many'"),
     ({"max_num_seqs": 0}, "max_num_seqs", "greater than or equal to 1"),
     ({"enable_prefix_caching": "yes"}, "enable_prefix_caching", "must be true or false"),
@@ -104,3 +102,25 @@ def test_the_platforms_gate_answers_before_vllm_is_asked(model_dir: Path) -> Non
     result = _check(model_dir, {"trust_remote_code": True, "max_num_seqs": 4})
     assert [e.flag for e in result.errors] == ["trust_remote_code"]
     assert result.engine == {}
+
+
+def test_every_flag_the_platform_lets_solvers_set_is_one_of_vllms() -> None:
+    import subprocess
+
+    from graders.serving.engine import ROOT, serving_python
+    from graders.serving.flags import SETTABLE
+
+    code = (
+        "from graders.serving.engine_check import _parser; "
+        "print(' '.join(a.dest for a in _parser()._actions if a.option_strings))"
+    )
+    done = subprocess.run(
+        [str(serving_python()), "-c", code],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    arguments = set(done.stdout.split("\n")[-2].split())
+    assert arguments >= SETTABLE, sorted(SETTABLE - arguments)

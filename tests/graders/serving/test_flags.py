@@ -95,3 +95,31 @@ def test_argv_is_what_vllms_command_line_takes() -> None:
         "--enable-chunked-prefill",
         "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}',
     ]  # fmt: skip
+
+
+def test_a_flag_no_task_may_allow_is_refused_with_the_nearest_one_the_task_does() -> None:
+    flags, errors = POLICY.check({"max_num_seq": 4, "override_generation_config": {"a": 1}})
+    assert flags == {}
+    assert [str(e) for e in errors] == [
+        "--max-num-seq: is not an engine argument this platform lets solvers set "
+        "(did you mean --max-num-seqs?)",
+        "--override-generation-config: is not an engine argument this platform lets solvers set",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("--max-num-seqs=999", "may not start with '-'"),
+        ('{"method": "ngram"}', "not as a JSON string"),
+        ({"method": "ngram", "prompt_lookup_max": {"a": {"b": {"c": {"d": 1}}}}}, "deeper"),
+        ({"method": "ngram", "num_speculative_tokens": 2**60}, "too large"),
+        ({"method": "ngram", "when": __import__("datetime").date(1979, 5, 27)}, "a table"),
+        ({"method": "ngram", "rejection_sample_method": "synthetic"}, "may set only"),
+        ({"method": "eagle", "num_speculative_tokens": 2}, "model-free"),
+    ],
+)
+def test_values_are_plain_data_and_speculation_is_model_free(value, message) -> None:
+    _, errors = POLICY.check({"speculative_config": value})
+    assert [e.flag for e in errors] == ["speculative_config"]
+    assert message in errors[0].message, errors[0].message
