@@ -4,7 +4,7 @@ GPU worker image; CI has no GPU).
 Grades the catalog's serve-shared-prefix task on this host's GPU, through the
 kind's own entry point (``ServingKind.grade``, as a worker does): the task's
 hardware is set to this host's GPU class, so the grader gives both engines the
-device (``grading.grading_gpus``), adds the platform's GPU arguments
+device (``devices.grading_gpus``), adds the platform's GPU arguments
 (``kv_cache_memory_bytes``, ``gpu_memory_utilization``: the two engines share the
 device) and starts vLLM's CUDA build from the serving environment
 (``BENCHWRIGHT_SERVING_VENV``) in the bubblewrap sandbox with the device passed

@@ -37,8 +37,8 @@ from .authoring_forms import (
     apply_errors,
 )
 from .editor import editor_context, file_tree
-from .grading_forms import grading_form_for, grading_form_missing
 from .htmx import wants_fragment
+from .kind_forms import grading_form_for, grading_form_missing
 from .rendering import render_markdown
 from .uploads import capped_upload, upload_refused
 

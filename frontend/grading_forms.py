@@ -17,7 +17,6 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
-from graders import registry
 from graders.contract import GradingTableError
 from graders.debugging.spec import DEFAULT_TOLERANCES as DEBUG_TOLERANCES
 from graders.debugging.spec import test_functions
@@ -485,36 +484,3 @@ class TableGradingForm(KindGradingForm):
     def add_table_error(self, error: GradingTableError) -> None:
         where = f" ({error.file})" if error.file != "task.toml" else ""
         self.add_error("table", f"{error.field}{where}: {error.message}")
-
-
-def grading_forms() -> dict[str, tuple[type[KindGradingForm], str]]:
-    """The grading forms of the kinds that have one, by the name a kind gives in its
-    ``authoring_form`` (graders.contract.TaskKind), with the template that shows it."""
-    from .serving_forms import ServingGradingForm  # built on this module's base form
-
-    return {
-        "kernel": (GradingForm, "frontend/edit/grading.html"),
-        "debugging": (DebuggingGradingForm, "frontend/edit/grading_debugging.html"),
-        "table": (TableGradingForm, "frontend/edit/grading_table.html"),
-        "serving": (ServingGradingForm, "frontend/edit/grading_serving.html"),
-    }
-
-
-def grading_form_for(kind: str) -> tuple[type[KindGradingForm], str] | None:
-    """The grading form and template of a task kind, through the registry; None when the
-    kind has no grader or its grader has no form."""
-    if not registry.is_kind(kind):
-        return None
-    name = registry.get(kind).authoring_form
-    return grading_forms().get(name) if name else None
-
-
-def grading_form_missing(kind: str) -> str:
-    """What the grading page says for a kind without a form."""
-    if not registry.is_kind(kind):
-        return f"{kind.capitalize()} tasks have no grader yet, so there is nothing to set here."
-    label = registry.get(kind).label
-    return (
-        f"{label} tasks have no grading form here yet: set their [grading] table in a "
-        "bundle and import it (see docs/bundles.md)."
-    )

@@ -189,8 +189,6 @@ class ServingGradingForm(KindGradingForm):
     @classmethod
     def page_context(cls, request: HttpRequest, task: Task) -> dict[str, Any]:
         """The reference config's editor, beside the settings it is checked against."""
-        from .serving_views import reference_context
-
         return reference_context(request, task)
 
     # -- the table into fields ---------------------------------------------------------
@@ -399,3 +397,30 @@ class ReferenceConfigForm(forms.Form):
 
     def clean_content(self) -> str:
         return normalise_newlines(self.cleaned_data.get("content") or "")
+
+
+def check_session_key(task: Task) -> str:
+    """Where the author's session keeps the id of vLLM's check of the reference."""
+    return f"serving-config-check:{task.pk}"
+
+
+def reference_path(task: Task) -> str:
+    path = (task.grading or {}).get("reference")
+    return path if isinstance(path, str) and path else "reference/engine.toml"
+
+
+def reference_context(
+    request: HttpRequest, task: Task, form: ReferenceConfigForm | None = None
+) -> dict[str, Any]:
+    """The reference card's context: its form (filled from the draft's file) and whether a
+    check of vLLM's is waiting to be shown."""
+    path = reference_path(task)
+    file = task.files.filter(path=path).first()
+    if form is None:
+        form = ReferenceConfigForm(initial={"content": file.content if file else ""})
+    return {
+        "reference_form": form,
+        "reference_path": path,
+        "reference_exists": file is not None,
+        "reference_checking": check_session_key(task) in request.session,
+    }

@@ -31,35 +31,10 @@ from .access import acting_user, editor_view
 from .authoring_forms import apply_errors
 from .editor import editor_context
 from .htmx import wants_fragment
-from .serving_forms import ReferenceConfigForm
+from .kind_forms import grading_form_for
+from .serving_forms import ReferenceConfigForm, check_session_key, reference_context, reference_path
 
 FRAGMENT = "frontend/edit/_serving_reference.html"
-
-
-def _session_key(task: Task) -> str:
-    return f"serving-config-check:{task.pk}"
-
-
-def reference_path(task: Task) -> str:
-    path = (task.grading or {}).get("reference")
-    return path if isinstance(path, str) and path else "reference/engine.toml"
-
-
-def reference_context(
-    request: HttpRequest, task: Task, form: ReferenceConfigForm | None = None
-) -> dict[str, Any]:
-    """The reference card's context: its form (filled from the draft's file) and whether a
-    check of vLLM's is waiting to be shown."""
-    path = reference_path(task)
-    file = task.files.filter(path=path).first()
-    if form is None:
-        form = ReferenceConfigForm(initial={"content": file.content if file else ""})
-    return {
-        "reference_form": form,
-        "reference_path": path,
-        "reference_exists": file is not None,
-        "reference_checking": _session_key(task) in request.session,
-    }
 
 
 def _payload(task: Task) -> dict[str, Any]:
@@ -102,7 +77,7 @@ def _enqueue_check(request: HttpRequest, task: Task, path: str) -> None:
     job = check_engine_config_job.apply_async(
         args=(payload["manifest"], payload["task_files"], path), queue=queue
     )
-    request.session[_session_key(task)] = job.id
+    request.session[check_session_key(task)] = job.id
 
 
 def _answer(
@@ -113,8 +88,6 @@ def _answer(
         return render(request, FRAGMENT, {"task": task, **context})
     if status == 200:
         return redirect("task-grading", task.slug)
-    from .grading_forms import grading_form_for
-
     chosen = grading_form_for(task.kind)
     assert chosen is not None
     form_class, template = chosen
@@ -158,7 +131,7 @@ def task_serving_reference(request: HttpRequest, task: Task) -> HttpResponse:
 def task_serving_reference_check(request: HttpRequest, task: Task) -> HttpResponse:
     """The state of vLLM's check of the saved reference: pending (the fragment polls
     again), its answer, or nothing when none was asked for in this session."""
-    job_id = request.session.get(_session_key(task))
+    job_id = request.session.get(check_session_key(task))
     context: dict[str, Any] = {"task": task, "check": None, "pending": False}
     if job_id:
         result: AsyncResult[Any] = AsyncResult(job_id)

@@ -139,7 +139,7 @@ def check_draft_config(
     from graders.contract import GradingTableError
     from sandboxes.hardware import detect
 
-    from .grading import grading_gpus, platform_flags
+    from .devices import grading_gpus, platform_flags
     from .models import ModelBuildError, tiny_model
     from .spec import ServingSpec
 

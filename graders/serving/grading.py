@@ -56,9 +56,9 @@ from typing import Any
 from graders import stats
 from graders.verdicts import Verdict
 from sandboxes.base import Sandbox
-from sandboxes.hardware import gpu_class
 
 from .check import check_configs
+from .devices import platform_flags
 from .engine import Engine, EngineError, EngineTimeout, StartResult
 from .flags import FlagError, number_text, to_argv
 from .spec import ServingSpec, Workload
@@ -66,8 +66,6 @@ from .spec import ServingSpec, Workload
 MAX_FAILED_SHARE = 0.01
 WARMUP_SEED = 10_000  # added to the workload's seed: prompts no measured run sends
 LENGTHS_FILE = "prompts.jsonl"  # in the engine sandbox's working folder
-# On a GPU, the share of its memory each of the grading's two engines may hold.
-GPU_SHARE = 0.45
 PERCENTILES = "50,90,99"
 RUN_KEYS = (
     "completed",
@@ -305,30 +303,6 @@ def grade_serving(
                 side.error = "the engine ran out of its sandbox's memory limit"
         phases["teardown"] = round(time.monotonic() - teardown, 3)
     return _decide(result, spec)
-
-
-def grading_gpus(hardware: str, gpu: Mapping[str, Any] | None) -> tuple[int, ...] | str:
-    """The devices a grading of a task targeting ``hardware`` uses on a host whose GPU is
-    ``gpu`` (``sandboxes.hardware.detect()["gpu"]``), or why this host cannot grade it.
-    A CPU task uses none; a GPU task, the first device of a host of its class (a GPU
-    worker grades one submission at a time, its two engines sharing the device)."""
-    if hardware == "cpu":
-        return ()
-    name = str((gpu or {}).get("name") or "")
-    if gpu_class(name) != hardware:
-        found = f"a {name}" if name else "no GPU"
-        return f"this task's engines need a {hardware} GPU; this host has {found}"
-    return (0,)
-
-
-def platform_flags(spec: ServingSpec, gpus: tuple[int, ...]) -> dict[str, Any]:
-    """The engine arguments the platform adds to every engine of a grading. On a CPU host
-    none (the KV cache is ``VLLM_CPU_KVCACHE_SPACE``). On a GPU the two engines share
-    the device: each gets the task's KV cache in bytes, and may hold at most
-    ``GPU_SHARE`` of the device's memory, so that the second one starts beside the first."""
-    if not gpus:
-        return {}
-    return {"kv_cache_memory_bytes": spec.kv_cache_bytes, "gpu_memory_utilization": GPU_SHARE}
 
 
 def _measure(

@@ -207,8 +207,9 @@ class ServingKind(TaskKind):
         from sandboxes.hardware import detect
 
         from .check import CheckUnavailable
+        from .devices import grading_gpus
         from .engine import EngineError
-        from .grading import grade_serving, grading_gpus
+        from .grading import grade_serving
         from .models import ModelBuildError, tiny_model
 
         started = time.monotonic()

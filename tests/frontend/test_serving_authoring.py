@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from frontend.serving_views import reference_context
+from frontend.serving_forms import reference_context
 from tasks import services
 from tasks.bundle import load_bundle
 from tasks.models import Task

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from graders.serving.check import check_config
+from graders.serving.devices import GPU_SHARE, grading_gpus, platform_flags
 from graders.serving.engine import Engine
-from graders.serving.grading import GPU_SHARE, grading_gpus, platform_flags
 from graders.serving.kind import ServingKind
 from graders.serving.spec import ServingSpec
 from sandboxes import get_backend
