@@ -140,7 +140,7 @@ def check_draft_config(
     from sandboxes.hardware import detect
 
     from .devices import grading_gpus, platform_flags
-    from .models import ModelBuildError, tiny_model
+    from .models import ModelBuildError, task_model
     from .spec import ServingSpec
 
     try:
@@ -152,9 +152,7 @@ def check_draft_config(
     if isinstance(gpus, str):
         return {"unavailable": gpus}
     try:
-        model_dir = (
-            tiny_model(spec.recipe) if spec.recipe is not None else Path(spec.model_path or "")
-        )
+        model_dir = task_model(spec)
         check = check_config(
             config,
             spec.policy,

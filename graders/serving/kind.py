@@ -210,7 +210,7 @@ class ServingKind(TaskKind):
         from .devices import grading_gpus
         from .engine import EngineError
         from .grading import grade_serving
-        from .models import ModelBuildError, tiny_model
+        from .models import ModelBuildError, task_model
 
         started = time.monotonic()
         try:
@@ -242,9 +242,7 @@ class ServingKind(TaskKind):
             return _internal(f"the task's model {spec.model_path} is not on this grading host")
         try:
             backend = ready_backend(backend_name)
-            model_dir = (
-                tiny_model(spec.recipe) if spec.recipe is not None else Path(spec.model_path or "")
-            )
+            model_dir = task_model(spec)
             result = grade_serving(
                 spec, reference, config, model_dir=model_dir, backend=backend, gpus=gpus
             )

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .engine import ROOT, serving_python
+from .spec import ServingSpec
 from .tinymodel import FILES, Recipe
 
 CACHE = Path(os.environ.get("BENCHWRIGHT_MODEL_CACHE", ROOT / "var" / "serving-models"))
@@ -63,6 +64,14 @@ def tiny_model(recipe: Recipe, cache: Path = CACHE) -> Path:
         if building.exists():
             shutil.rmtree(building, ignore_errors=True)
     return target
+
+
+def task_model(spec: ServingSpec) -> Path:
+    """The folder of a task's model on this host: its tiny model, built if need be, or
+    the path on the GPU pool it names."""
+    if spec.recipe is not None:
+        return tiny_model(spec.recipe)
+    return Path(spec.model_path or "")
 
 
 def _json(recipe: Recipe) -> str:
