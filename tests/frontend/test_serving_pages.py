@@ -86,6 +86,8 @@ def test_the_submitter_sees_both_sides_climb_and_the_charts(client, task, sender
     assert html.count('<svg class="serving-chart"') == 2
     assert html.count('<polyline points="') == 4
     assert "wanted</text>" in html
+    # A kernel's speedup and timing mode mean nothing here: the summary leaves them out.
+    assert "data-speedup" not in html and "data-timing-mode" not in html
 
 
 def test_no_page_shows_the_reference_config(client, task, sender) -> None:
