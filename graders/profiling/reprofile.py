@@ -162,9 +162,15 @@ are findings; ``redispatch_boxed`` called from C code (``map``) is not seen.
 Every name the runner looks up as it runs (its modules', the harness's, its
 classes' methods) is checked against what it held before the import: a
 program that rebinds one (the runner's ``send``, to cut events from the trace
-on its way out) is a finding. Not seen: reads made inside TorchScript
-(``prim::tolist`` reads tensor memory in C++ with no ``aten::`` event and no
-Python call); see ``tests/graders/profiling/open_holes/``. Refused on
+on its way out) is a finding. TorchScript is off in both sandboxes
+(``PYTORCH_JIT=0``): ``torch.jit.script`` and ``torch.jit.trace`` hand back the
+Python function, so a scripted fix runs as Python and its reads are seen like
+any other. TorchScript that runs all the same (compiled with
+``torch.jit.CompilationUnit``, loaded with ``torch.jit.load``, the switch turned
+back on, a function made from a graph under an operator's name) is a finding:
+in the JIT's interpreter ``prim::tolist`` reads tensor memory in C++ with no
+``aten::`` event and no Python call. The runner finds it by the scope torch's
+profiler gives each call (a TorchScript function's), which no name can fake. Refused on
 purpose though sometimes honest: a tensor made with ``torch.from_numpy`` at
 import or in one call only, a shared buffer being a channel for reads no
 profiler sees (``torch.tensor(array)`` copies and is not refused).
@@ -876,8 +882,11 @@ def _items(node: Any) -> list[Any]:
 
 
 def _env() -> dict[str, str]:
-    # MALLOC_ENV is the kernel kind's: freed memory kept, so timings repeat.
-    return {**python_env(WORKDIR), **MALLOC_ENV}
+    # MALLOC_ENV is the kernel kind's: freed memory kept, so timings repeat. TorchScript
+    # off: scripted and traced functions run as Python, where the watch sees their reads
+    # (prim::tolist in the JIT's interpreter is seen by nothing); the runner reports any
+    # TorchScript that runs all the same.
+    return {**python_env(WORKDIR), **MALLOC_ENV, "PYTORCH_JIT": "0"}
 
 
 def _request(

@@ -110,6 +110,13 @@ _view, _numel, _as_numpy = _TB.view, _TB.numel, _TB.numpy
 # The one torch-function mode torch itself keeps pushed: torch.set_default_device's.
 _DeviceContext = torch_device.DeviceContext
 _function_mode_at = torch._C._get_function_stack_at
+# The profiler's own record of each call, read after it stops: a call whose scope is a
+# TorchScript function ran in the JIT's interpreter, whose prim:: operators (prim::tolist
+# reads tensor memory) no trace event and no Python hook shows.
+_result_events = torch._C._autograd._ProfilerResult.events
+_event_scope = torch._C._autograd._KinetoEvent.scope
+_event_name = torch._C._autograd._KinetoEvent.name
+_TORCHSCRIPT_SCOPE = int(torch._C._profiler.RecordScope.TORCHSCRIPT_FUNCTION.value)
 
 # What a program must leave alone, by the name a finding gives it: (owner, attribute).
 _GUARDED: dict[str, tuple[Any, str]] = {
@@ -391,7 +398,7 @@ class Runner:
         if result is None or result.trace_start_ns() == 0:
             return ["the profiler's session had already ended when the runner stopped it"]
         result.save(TRACE_FILE)
-        return []
+        return _torchscript_calls(result)
 
     def check(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
         """The unprofiled call on the grading's own seed."""
@@ -434,6 +441,28 @@ def _foreign_function_modes() -> int:
     """Torch-function modes on the stack other than torch.set_default_device's."""
     modes = (_function_mode_at(i) for i in range(_function_modes()))
     return sum(type(mode) is not _DeviceContext for mode in modes)
+
+
+def _torchscript_calls(result: Any) -> list[str]:
+    """A finding when TorchScript ran while the profiler recorded. The grading runs with
+    TorchScript off (``PYTORCH_JIT=0``: ``torch.jit.script`` and ``torch.jit.trace``
+    hand back the Python function, whose reads the watch sees), so TorchScript that ran
+    was compiled another way (``torch.jit.CompilationUnit``, ``torch.jit.load``, the
+    JIT switched back on) or named to pass for an operator: its reads are unseen."""
+    names: dict[str, int] = {}
+    for event in _result_events(result):
+        if _event_scope(event) == _TORCHSCRIPT_SCOPE:
+            name = str(_event_name(event))[:80]
+            names[name] = names.get(name, 0) + 1
+    if not names:
+        return []
+    shown = ", ".join(sorted(names)[:5])
+    return [
+        f"TorchScript ran in the program ({sum(names.values())} call(s): {shown}): "
+        "its prim:: operators read tensor memory where no trace or hook looks, and a "
+        "re-profile grading runs with TorchScript off (torch.jit.script gives the "
+        "Python function back)"
+    ]
 
 
 def _read_trace() -> bytes:
