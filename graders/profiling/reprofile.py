@@ -49,7 +49,11 @@ into a warm-up call or between the steps still counts:
   ``aten::is_nonzero``, the operators whose answer's size or value the host
   waits for (``aten::nonzero``, ``aten::equal``, ``aten::masked_select``,
   ``unique``, ``repeat_interleave``: a count read as the rows of
-  ``t.nonzero()`` records no item on a CPU host, and blocks a CUDA one) and,
+  ``t.nonzero()`` records no item on a CPU host, and blocks a CUDA one), the
+  operators that size their answer from values read on the host
+  (``tensor_split`` given a tensor of indices, ``bincount``,
+  ``_pack_padded_sequence``, a sparse tensor's inferred size: a value read
+  back as a shape), and,
   on CUDA, the ``cuda_runtime`` calls that block the host
   (``SYNC_RUNTIME_CALLS``). One read shows as a nested chain
   (``bool(t)`` is ``is_nonzero`` around ``item`` around
@@ -63,12 +67,17 @@ into a warm-up call or between the steps still counts:
   that converts a tensor), DLPack, ``t.data_ptr()``, ``t.untyped_storage()``,
   ``t.storage()``, pickling, ``torch.save``, ``torch.from_numpy`` and ctypes'
   ``from_address`` / ``cast`` / ``string_at`` record no ``aten::item``; each
-  call of one of them made by the program's code (any code but torch's own:
-  the program's files, NumPy, the standard library; torch's internals calling
-  ``.tolist()`` do not count) is one sync in the step it happens in, on any
-  thread the hook watches. A ctypes read counts twice: the address
-  (``data_ptr``) and the read. On a CUDA host such a read also shows as a
-  copy in the trace, so it may count twice there.
+  call of one of them made for the program's code (the nearest frame below the
+  call that is not torch's is the program's: its files, NumPy, the standard
+  library; torch's Python code calling a read it was handed, ``tree_map(Tensor.tolist, ...)``,
+  reads for the program; the runner's own reads, below which no program frame
+  lies, do not count) is one sync in the step it happens in, on any thread the
+  hook watches. A syncs task may take no view of tensor or shared memory at all
+  (``numpy()``, ``data_ptr()``, storages, DLPack, ``torch.from_numpy``,
+  ``torch.as_tensor`` over a NumPy array, ...): reads through a view are plain
+  memory and it counts once, so one is an integrity finding; ``.item()`` and
+  ``.tolist()`` copy and are counted. On a CUDA host such a read also shows as
+  a copy in the trace, so it may count twice there.
 - ``launches``: operators that run, i.e. ``aten::`` ``cpu_op`` events with
   no ``aten::`` operator nested inside them (the innermost, as for syncs).
   Counting what wraps instead would let a program hide a loop inside one
@@ -177,22 +186,25 @@ profiler sees (``torch.tensor(array)`` copies and is not refused).
 A program compiled with ``torch.compile`` starts a compiler process, which
 the runner takes for tampering: compiled fixes cannot pass on a CPU host.
 The runner's wrappers of the read
-methods live on ``torch.Tensor``; the C methods they wrap stay reachable
-(``torch._C.TensorBase.tolist``, the wrappers' globals), and called from C
-code (``map``) rather than from the interpreter such a method gives the hook
-no event. The host
+methods live on ``torch.Tensor`` and on ``torch._C.TensorBase`` itself (put in
+the immutable type's dict), ``torch.as_tensor`` / ``torch.asarray`` likewise
+on torch's C class of functions; the C methods they wrap are still held by the
+runner's module (its globals, the wrappers' closures), and called from C code
+(``map``) such a method gives the hook no event. The host
 reads are reported by the same process: a program that edits the hook's
 records or swaps the hook out and back through the C API (ctypes'
-``pythonapi``), which no Python-level call shows, is not caught. A view
-counts once per call, however many reads go through it within that call (on
-CPU a NumPy view is plain memory). Not seen at all: memory shared without a
-watched call, e.g. a tensor made with ``torch.as_tensor`` / ``torch.asarray``
-over a NumPy array, or over a file (``np.memmap``) read back with ordinary
-file reads; addresses learnt from ``id()`` / ``_cdata`` and read with ctypes'
-foreign functions (``memmove``, ``pythonapi``) or ``/proc/self/mem``; torch
-code's own reads made on the program's behalf (a private helper such as
-``torch.serialization._save`` is listed, others are not); reads in a thread
-whose profile function the program removed through the C API.
+``pythonapi``), which no Python-level call shows, is not caught. In a launches
+task, a view taken alike in every call counts once per call, however many reads
+go through it (positions made with NumPy are honest there). Not seen at all:
+addresses learnt from ``id()`` / ``_cdata`` and read with ctypes' foreign
+functions (``memmove`` from its address, ``pythonapi``) or ``/proc/self/mem``;
+memory shared through a route no wrapper covers (a NumPy array over a file
+torch wrote, a tensor made by a torch function that imported ``as_tensor``
+before the runner replaced it); operators that read values on the host to size
+their answer beyond those listed; reads in a thread whose profile function the
+program removed through the C API. These are the limits of watching from
+inside the process on a CPU host: on a CUDA host every read is a copy the
+trace shows.
 
 Nothing here raises on what the submission does: a crash, a hang, a reply
 that does not parse becomes a ``SideMeasure`` with an error. ``SandboxError``
@@ -274,7 +286,9 @@ TOP_OPERATORS = 15
 COPY_READS = frozenset({"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save"})
 # Calls that make a tensor over host memory (a NumPy array, a buffer): no tensor's memory
 # is read, so a launches task does not take them for work moved out of torch.
-WRAPS_HOST_MEMORY = frozenset({"torch.from_numpy", "torch.frombuffer"})
+WRAPS_HOST_MEMORY = frozenset(
+    {"torch.from_numpy", "torch.frombuffer", "torch.as_tensor over host memory"}
+)
 MAX_READ_LABELS = 64
 MAX_READS = 10**9  # per label and call: more is not a count the runner could have made
 
@@ -295,6 +309,16 @@ SCALAR_READS = frozenset(
         "aten::unique_consecutive",
         "aten::unique_dim_consecutive",
         "aten::repeat_interleave",
+        # Operators that read values on the host to size what they return, with no item
+        # recorded on a CPU host: a value read back as a shape (the length of the first
+        # piece of tensor_split given a tensor of indices, the length of bincount's
+        # answer, pack_padded_sequence's batch sizes, a sparse tensor's inferred size).
+        # The trace does not say which overload ran, so each counts whatever its
+        # arguments were; given device values, each blocks a CUDA host too.
+        "aten::tensor_split",
+        "aten::bincount",
+        "aten::_pack_padded_sequence",
+        "aten::_sparse_coo_tensor_with_dims_and_tensors",
     }
 )
 SYNC_RUNTIME_CALLS = frozenset(
@@ -1389,6 +1413,42 @@ def _host_read_findings(measure: SideMeasure, spec: ProgramSpec, reads: HostRead
     measure.host_reads_at_import = dict(reads.at_import)
     if spec.signal == "step_time":
         return
+    if spec.signal == "syncs":
+        _view_findings_syncs(measure, reads)
+    else:
+        _view_findings_launches(measure, reads)
+    if reads.unwatched_steps:
+        measure.integrity.append(
+            "a Python thread the runner does not watch was alive in step(s) "
+            f"{_ks(reads.unwatched_steps)}: its host reads cannot be counted"
+        )
+    reads_of_tensors = {k: v for k, v in totals.items() if k not in WRAPS_HOST_MEMORY}
+    if spec.signal == "launches" and reads_of_tensors:
+        measure.integrity.append(
+            f"it moves work out of torch where the profiler cannot count it: it reads "
+            f"tensor memory on the host in the profiled steps ({_labels(reads_of_tensors)})"
+        )
+
+
+def _view_findings_syncs(measure: SideMeasure, reads: HostReads) -> None:
+    """A syncs task takes no view at all: a view counts once, however many reads go
+    through it (a value copied into a buffer tensor, read from its NumPy view)."""
+    views: dict[str, int] = defaultdict(int)
+    for counts in [reads.at_import, *reads.warmup, *reads.steps, reads.between]:
+        for label, count in _views(counts).items():
+            views[label] += count
+    if views:
+        measure.integrity.append(
+            f"it takes views of tensor or shared memory ({_labels(views)}): reads "
+            "through a view cannot be counted (read values with .item() or .tolist(), "
+            "which copy)"
+        )
+
+
+def _view_findings_launches(measure: SideMeasure, reads: HostReads) -> None:
+    """A launches task may wrap host memory in every call alike (positions made with
+    NumPy), but not at import or differently between calls: reads through a view kept
+    from an earlier call would not be counted."""
     views = _views(reads.at_import)
     if views:
         measure.integrity.append(
@@ -1403,17 +1463,6 @@ def _host_read_findings(measure: SideMeasure, spec: ProgramSpec, reads: HostRead
             f"then steps: call 0 {_labels(calls[0]) or 'none'}, call {odd} "
             f"{_labels(calls[odd]) or 'none'}): reads through a view kept from an earlier "
             "call cannot be counted"
-        )
-    if reads.unwatched_steps:
-        measure.integrity.append(
-            "a Python thread the runner does not watch was alive in step(s) "
-            f"{_ks(reads.unwatched_steps)}: its host reads cannot be counted"
-        )
-    reads_of_tensors = {k: v for k, v in totals.items() if k not in WRAPS_HOST_MEMORY}
-    if spec.signal == "launches" and reads_of_tensors:
-        measure.integrity.append(
-            f"it moves work out of torch where the profiler cannot count it: it reads "
-            f"tensor memory on the host in the profiled steps ({_labels(reads_of_tensors)})"
         )
 
 

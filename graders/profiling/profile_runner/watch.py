@@ -47,12 +47,22 @@ attempt.
 "The program's code" is every frame whose code is not torch's own or this
 runner's: the program's files, but also NumPy, the standard library and code
 compiled at run time, since they act on the program's behalf (``np.mean(t)``
-converts the tensor inside NumPy's Python code). A call made by torch's own
-Python code (``Tensor.__array__`` calling ``self.numpy()``, torch internals
-calling ``.tolist()``) is not the program's. Code that claims a file of
-torch's (or the runner's) is checked, the first time it makes such a call, to
-be equal to code compiled from that file, so that a program cannot pass its
-own code off as torch's by naming it so.
+converts the tensor inside NumPy's Python code). A read counts when the nearest
+frame below it that is not torch's is the program's: torch's Python code that
+calls a read for the program (``tree_map`` handed ``Tensor.tolist``,
+``torch._numpy``'s ``tolist``) reads for it. A read made inside another watched
+function (``Tensor.__array__`` calling ``self.numpy()``) is that one's and
+counts once; below the runner's own frames nothing is the program's. Code that
+claims a file of torch's (or the runner's) is checked, the first time it makes
+such a call, to be equal to code compiled from that file, so that a program
+cannot pass its own code off as torch's by naming it so.
+
+The wrappers are put on ``torch._C.TensorBase`` too (an immutable type, set
+through the dict behind its mappingproxy), so that ``torch._C.TensorBase.tolist``
+handed to ``map`` is the wrapper, and ``torch.as_tensor`` / ``torch.asarray``
+are replaced (on torch and on its C class of functions) by functions that call
+the watched ``_over_host_memory`` when handed memory to share (a NumPy array,
+anything with ``__array_interface__``, ``__array__`` or ``__dlpack__``).
 
 The hook is on from just before the program's import to the end of the last
 profiled step. Reads are counted apart for the import, each warm-up call and
@@ -99,6 +109,8 @@ _C_DATA_PTR = _TensorBase.data_ptr
 _C_UNTYPED_STORAGE = _TensorBase.untyped_storage
 _C_APPLY, _C_MAP, _C_MAP2 = _TensorBase.apply_, _TensorBase.map_, _TensorBase.map2_
 _C_CONST_DATA_PTR = getattr(_TensorBase, "const_data_ptr")  # noqa: B009 - not in the stubs
+# TensorBase's own attributes as torch made them, before the wrappers below replace some.
+_C_DESCRIPTORS = dict(_TensorBase.__dict__)
 
 
 def _tolist(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -159,9 +171,59 @@ WRAPPED = {"tolist": _tolist, "numpy": _numpy, "data_ptr": _data_ptr}
 WRAPPED["untyped_storage"] = _untyped_storage
 WRAPPED |= {"apply_": _apply_, "map_": _map_, "map2_": _map2_}
 WRAPPED["const_data_ptr"] = _const_data_ptr
+
+
+def _set_on_immutable(cls: type, name: str, value: Any) -> None:
+    """Set an attribute of a type Python may not set attributes on (torch's C classes):
+    through the dict behind its mappingproxy, then the type's method cache told.
+    Otherwise the C function stays one attribute away, where a call made from C
+    (``map(torch._C.TensorBase.tolist, ts)``) gives the hook no event."""
+    (namespace,) = gc.get_referents(cls.__dict__)
+    namespace[name] = value
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+
+
 for _name, _wrapper in WRAPPED.items():
     _wrapper.__doc__ = getattr(_TensorBase, _name).__doc__
     setattr(_Tensor, _name, _wrapper)
+    _set_on_immutable(_TensorBase, _name, _wrapper)
+
+# torch.as_tensor and torch.asarray make a tensor over a NumPy array's memory without
+# copying (over Python numbers and lists they copy): a channel for reads no profiler
+# sees, like torch.from_numpy. Replaced, on torch and on the C class that holds them, by
+# functions that call ``_over_host_memory`` (watched) when handed memory to share.
+_C_AS_TENSOR = torch._C._VariableFunctions.as_tensor
+_C_ASARRAY = torch._C._VariableFunctions.asarray
+
+
+def _shares_memory(data: Any) -> bool:
+    return not isinstance(data, _TensorBase) and any(
+        hasattr(data, name) for name in ("__array_interface__", "__array__", "__dlpack__")
+    )
+
+
+def _over_host_memory(function: Any, data: Any, args: Any, kwargs: Any) -> Any:
+    return function(data, *args, **kwargs)
+
+
+def _as_tensor(data: Any, *args: Any, **kwargs: Any) -> Any:
+    if _shares_memory(data):
+        return _over_host_memory(_C_AS_TENSOR, data, args, kwargs)
+    return _C_AS_TENSOR(data, *args, **kwargs)
+
+
+def _asarray(obj: Any, *args: Any, **kwargs: Any) -> Any:
+    if _shares_memory(obj):
+        return _over_host_memory(_C_ASARRAY, obj, args, kwargs)
+    return _C_ASARRAY(obj, *args, **kwargs)
+
+
+torch.as_tensor, torch.asarray = _as_tensor, _asarray
+_set_on_immutable(type(torch._C._VariableFunctions), "as_tensor", staticmethod(_as_tensor))
+_set_on_immutable(type(torch._C._VariableFunctions), "asarray", staticmethod(_asarray))
+# The runner's functions a read passes through on its way from the program's code: the
+# search for the program's frame goes on below them.
+_PASSING = frozenset(id(f.__code__) for f in (_as_tensor, _asarray))
 
 TORCH_ROOT = str(Path(torch.__file__).resolve().parent) + os.sep
 RUNNER_ROOT = str(Path(__file__).resolve().parent.parent) + os.sep  # runner and harness
@@ -173,6 +235,10 @@ TRUSTED_ROOTS += tuple(
     if str(Path(path).parent) + os.sep not in TRUSTED_ROOTS
 )
 
+# The runner's and harness's own files, as the interpreter may spell them: a frame of
+# theirs (checked genuine by ``_programs`` first) is never the program's.
+RUNNER_ROOTS = tuple(dict.fromkeys((RUNNER_ROOT, str(Path(__file__).parent.parent) + os.sep)))
+
 # Labels whose call only copies values out (no live window on the tensor's memory).
 COPIES = frozenset({"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save"})
 
@@ -183,6 +249,21 @@ def _method(descriptor: Any) -> Any:
     def check(bound: Any) -> bool:
         owner = getattr(bound, "__self__", None)
         if not isinstance(owner, _TensorBase):
+            return False
+        try:
+            return bool(bound == descriptor.__get__(owner))
+        except Exception:
+            return False
+
+    return check
+
+
+def _storage_method(descriptor: Any) -> Any:
+    """A check for a bound C method of a storage: the same C function, any storage."""
+
+    def check(bound: Any) -> bool:
+        owner = getattr(bound, "__self__", None)
+        if not isinstance(owner, torch._C.StorageBase):
             return False
         try:
             return bool(bound == descriptor.__get__(owner))
@@ -225,7 +306,7 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
     """C functions by their ``__name__``: (label, check) pairs."""
     found: dict[str, list[tuple[str, Any]]] = defaultdict(list)
     for name in ("tolist", "numpy", "data_ptr", "untyped_storage", "_storage", "storage"):
-        descriptor = _TensorBase.__dict__.get(name)
+        descriptor = _C_DESCRIPTORS.get(name)
         if descriptor is not None:
             found[name].append((f"Tensor.{name}", _method(descriptor)))
     functions = [
@@ -255,6 +336,9 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
     for label, function in functions:
         if function is not None:
             found[function.__name__].append((label, _same(function)))
+    storage_data_ptr = torch._C.StorageBase.__dict__.get("data_ptr")
+    if storage_data_ptr is not None:
+        found["data_ptr"].append(("UntypedStorage.data_ptr", _storage_method(storage_data_ptr)))
     for name in ("from_address", "from_buffer", "from_buffer_copy"):
         found[name].append((f"ctypes.{name}", _ctypes_class_method))
     found["redispatch_boxed"].append(("redispatch_boxed", lambda _bound: True))
@@ -272,9 +356,11 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
             "_typed_storage",
             "__reduce_ex__",
             "share_memory_",
+            "_reduce_ex_internal",
         )
     ]
     functions += [(f"Tensor.{name}", wrapper) for name, wrapper in WRAPPED.items()]
+    functions.append(("torch.as_tensor over host memory", _over_host_memory))
     interface = _Tensor.__dict__.get("__cuda_array_interface__")
     functions.append(("Tensor.__cuda_array_interface__", getattr(interface, "fget", None)))
     serialization = torch.serialization
@@ -443,10 +529,29 @@ class Watch:
                 label, caller = entry[0], frame.f_back
             else:
                 return
-            if caller is None or self._programs(caller.f_code):
+            if self._for_the_program(caller):
                 self._record(label)
 
         return hook
+
+    def _for_the_program(self, frame: types.FrameType | None) -> bool:
+        """Whether a read was made on the program's behalf: the nearest frame below it
+        that is not torch's is the program's. Torch's Python code calling a read for the
+        program (``tree_map`` handed ``Tensor.tolist``, ``torch._numpy``'s ``tolist``)
+        counts; a read made inside another watched function (``Tensor.__array__``
+        calling ``numpy``) is that one's, counted once; below the runner's own frames
+        nothing is the program's."""
+        python_functions = _PYTHON_FUNCTIONS
+        while frame is not None:
+            code = frame.f_code
+            if id(code) in python_functions:
+                return False
+            if self._programs(code):
+                return True
+            if code.co_filename.startswith(RUNNER_ROOTS) and id(code) not in _PASSING:
+                return False
+            frame = frame.f_back
+        return False
 
     def _make_audit_hook(self) -> Any:
         """An audit hook, added before any program code exists: it refuses every later

@@ -176,13 +176,15 @@ def test_step_time_is_measured_from_outside_and_a_real_speedup_is_significant() 
     assert len(result.reference.step_times_s) == 3  # the ProfilerStep windows
 
 
-def test_torch_reading_a_tensor_inside_its_own_python_code_is_not_the_programs_read() -> None:
-    # torch.tensordot reads its dims tensor with .tolist() in torch's own code.
+def test_torch_reading_a_tensor_in_its_own_python_code_for_the_program_counts() -> None:
+    # torch.tensordot reads its dims tensor with .tolist() in torch's own code, twice a
+    # call: reads made for the program, as tree_map(Tensor.tolist, ...) would make them.
+    # On a CPU host a constant and a computed value are alike host memory.
     result = _host_sync("host_sync/fixed_internal.py")
-    assert result.outcome == "improved", result.as_dict()
-    assert result.submission.syncs_per_step == [1, 1, 1]
-    assert result.submission.host_reads_per_step == [0, 0, 0]
-    assert result.submission.host_reads == {}
+    assert result.submission.host_reads == {"Tensor.tolist": 24}
+    assert result.submission.host_reads_per_step == [8, 8, 8]
+    assert result.submission.syncs_per_step == [9, 9, 9]  # and the trace's one item
+    assert result.outcome == "not_improved", result.as_dict()
 
 
 # -- answers that must not score ----------------------------------------------------------
@@ -193,9 +195,6 @@ def test_torch_reading_a_tensor_inside_its_own_python_code_is_not_the_programs_r
     [
         # One read per layer, none of them an aten::item: counted by the runner's hook.
         ("host_sync/tolist.py", {"Tensor.tolist": 12}),
-        ("host_sync/numpy_read.py", {"Tensor.numpy": 6, "Tensor.__array__": 6}),
-        # The address and the read through it: two per layer.
-        ("host_sync/ctypes_read.py", {"Tensor.data_ptr": 12, "ctypes.from_address": 12}),
     ],
 )
 def test_host_reads_outside_the_dispatcher_count_as_syncs(fix: str, reads: dict[str, int]) -> None:
@@ -222,7 +221,11 @@ def test_a_thread_started_while_the_hook_is_on_is_watched_and_must_end_with_the_
 @pytest.mark.parametrize(
     ("fix", "finding"),
     [
-        ("host_sync/view_at_import.py", "view of tensor memory at import (Tensor.numpy x1)"),
+        # A syncs task takes no view of tensor memory: reads through one are not seen.
+        # Counted over the import, the warm-up calls and the steps.
+        ("host_sync/view_at_import.py", "views of tensor or shared memory (Tensor.numpy x1)"),
+        ("host_sync/numpy_read.py", "(Tensor.__array__ x8, Tensor.numpy x8)"),
+        ("host_sync/ctypes_read.py", "(Tensor.data_ptr x16, ctypes.from_address x16)"),
         ("tampering/unwatched_thread.py", "does not watch was alive in step(s) 0, 1, 2"),
         ("tampering/unset_profile.py", "the program called sys.setprofile (in warm-up call 0)"),
     ],

@@ -1,6 +1,5 @@
 """The fix, with the products made by torch.tensordot and a dims tensor: torch's own
-Python code reads that tensor with .tolist(), which is torch's read, not the
-program's."""
+Python code reads that tensor with .tolist(), a read made for the program."""
 
 import torch
 
