@@ -201,8 +201,10 @@ functions (``memmove`` from its address, ``pythonapi``) or ``/proc/self/mem``;
 memory shared through a route no wrapper covers (a NumPy array over a file
 torch wrote, a tensor made by a torch function that imported ``as_tensor``
 before the runner replaced it); operators that read values on the host to size
-their answer beyond those listed; reads in a thread whose profile function the
-program removed through the C API. These are the limits of watching from
+their answer beyond those listed; a value read back out of the message of an
+error torch raised (an out-of-bounds index; see
+``tests/graders/profiling/open_holes/``); reads in a thread whose profile
+function the program removed through the C API. These are the limits of watching from
 inside the process on a CPU host: on a CUDA host every read is a copy the
 trace shows.
 

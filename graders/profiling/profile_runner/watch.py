@@ -63,6 +63,10 @@ handed to ``map`` is the wrapper, and ``torch.as_tensor`` / ``torch.asarray``
 are replaced (on torch and on its C class of functions) by functions that call
 the watched ``_over_host_memory`` when handed memory to share (a NumPy array,
 anything with ``__array_interface__``, ``__array__`` or ``__dlpack__``).
+torch._C's functions that hand out memory or an address (``_to_dlpack``,
+``_data_address``, ``_construct_storage_from_data_pointer``, ...:
+``C_MEMORY_FUNCTIONS``) are replaced on torch._C by Python wrappers, one code
+object each, so that they are watched Python functions too.
 
 The hook is on from just before the program's import to the end of the last
 profiled step. Reads are counted apart for the import, each warm-up call and
@@ -225,6 +229,41 @@ _set_on_immutable(type(torch._C._VariableFunctions), "asarray", staticmethod(_as
 # search for the program's frame goes on below them.
 _PASSING = frozenset(id(f.__code__) for f in (_as_tensor, _asarray))
 
+# torch._C's functions that hand out tensor memory (a DLPack capsule, a storage made over
+# an address) or its address: replaced by Python wrappers, each with a code object of
+# its own (the hook labels a call by its code), so that a call made from C (``map``)
+# still starts a Python function the hook sees.
+C_MEMORY_FUNCTIONS = (
+    "_to_dlpack",
+    "_to_dlpack_versioned",
+    "_data_address",
+    "_storage_address",
+    "_construct_storage_from_data_pointer",
+    "_tensor_impl_raw_handle",
+    "_dlpack_exchange_api",
+)
+
+
+def _wrap_c_function(name: str) -> Any:
+    function = getattr(torch._C, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    code = wrapper.__code__.replace(co_name=name, co_qualname=f"torch._C.{name}")
+    watched = types.FunctionType(code, wrapper.__globals__, name, None, wrapper.__closure__)
+    watched.__doc__ = function.__doc__
+    return watched
+
+
+C_MEMORY_WRAPPERS = {
+    name: _wrap_c_function(name) for name in C_MEMORY_FUNCTIONS if hasattr(torch._C, name)
+}
+for _name, _wrapper in C_MEMORY_WRAPPERS.items():
+    setattr(torch._C, _name, _wrapper)
+# torch.utils.dlpack.to_dlpack is torch._C._to_dlpack, bound when torch was imported.
+torch.utils.dlpack.to_dlpack = C_MEMORY_WRAPPERS["_to_dlpack"]  # type: ignore[attr-defined]
+
 TORCH_ROOT = str(Path(torch.__file__).resolve().parent) + os.sep
 RUNNER_ROOT = str(Path(__file__).resolve().parent.parent) + os.sep  # runner and harness
 TRUSTED_ROOTS: tuple[str, ...] = (TORCH_ROOT, RUNNER_ROOT)
@@ -361,6 +400,7 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
     ]
     functions += [(f"Tensor.{name}", wrapper) for name, wrapper in WRAPPED.items()]
     functions.append(("torch.as_tensor over host memory", _over_host_memory))
+    functions += [(f"torch._C.{name}", w) for name, w in C_MEMORY_WRAPPERS.items()]
     interface = _Tensor.__dict__.get("__cuda_array_interface__")
     functions.append(("Tensor.__cuda_array_interface__", getattr(interface, "fget", None)))
     serialization = torch.serialization
