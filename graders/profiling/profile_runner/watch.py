@@ -282,27 +282,13 @@ RUNNER_ROOTS = tuple(dict.fromkeys((RUNNER_ROOT, str(Path(__file__).parent.paren
 COPIES = frozenset({"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save"})
 
 
-def _method(descriptor: Any) -> Any:
-    """A check for a bound C method of a tensor: the same C function, any tensor."""
+def _method(descriptor: Any, owners: type = _TensorBase) -> Any:
+    """A check for a bound C method of a tensor (or of a storage, with ``owners``):
+    the same C function, any tensor."""
 
     def check(bound: Any) -> bool:
         owner = getattr(bound, "__self__", None)
-        if not isinstance(owner, _TensorBase):
-            return False
-        try:
-            return bool(bound == descriptor.__get__(owner))
-        except Exception:
-            return False
-
-    return check
-
-
-def _storage_method(descriptor: Any) -> Any:
-    """A check for a bound C method of a storage: the same C function, any storage."""
-
-    def check(bound: Any) -> bool:
-        owner = getattr(bound, "__self__", None)
-        if not isinstance(owner, torch._C.StorageBase):
+        if not isinstance(owner, owners):
             return False
         try:
             return bool(bound == descriptor.__get__(owner))
@@ -377,7 +363,8 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
             found[function.__name__].append((label, _same(function)))
     storage_data_ptr = torch._C.StorageBase.__dict__.get("data_ptr")
     if storage_data_ptr is not None:
-        found["data_ptr"].append(("UntypedStorage.data_ptr", _storage_method(storage_data_ptr)))
+        storage_check = _method(storage_data_ptr, torch._C.StorageBase)
+        found["data_ptr"].append(("UntypedStorage.data_ptr", storage_check))
     for name in ("from_address", "from_buffer", "from_buffer_copy"):
         found[name].append((f"ctypes.{name}", _ctypes_class_method))
     found["redispatch_boxed"].append(("redispatch_boxed", lambda _bound: True))
