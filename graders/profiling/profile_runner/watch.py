@@ -19,7 +19,7 @@ the start of a Python function always does, whoever calls it.
 What is recorded, under a label, whenever the *caller* is the program's code:
 
 - a call of a captured C function (``c_call`` events): ``TensorBase.tolist``,
-  ``.numpy``, ``.data_ptr``, ``.untyped_storage``, ``torch._C._to_dlpack``,
+  ``.numpy``, ``.data_ptr``, ``.untyped_storage``,
   ``torch.from_numpy``, ``torch.frombuffer``, ``torch.from_file``,
   ``UntypedStorage.from_file`` / ``from_buffer``, ctypes' ``from_address`` /
   ``from_buffer`` / ``from_buffer_copy``; the caller is the frame the event
@@ -334,9 +334,7 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
         descriptor = _C_DESCRIPTORS.get(name)
         if descriptor is not None:
             found[name].append((f"Tensor.{name}", _method(descriptor)))
-    functions = [
-        ("torch._C._to_dlpack", getattr(torch._C, "_to_dlpack", None)),
-        ("torch._C._to_dlpack_versioned", getattr(torch._C, "_to_dlpack_versioned", None)),
+    functions: list[tuple[str, Any]] = [
         ("torch.from_numpy", torch.from_numpy),
         ("torch.frombuffer", torch.frombuffer),
         ("torch.from_file", torch.from_file),
