@@ -153,9 +153,13 @@ hook does not watch (threads started while it is on are watched) alive at a
 step's end; for ``launches``, any host read in a step. Always, from the
 runner: the program calling ``sys.setprofile`` / ``settrace`` /
 ``getprofile`` / ``gettrace``, ``threading.setprofile`` / ``settrace``,
-``gc.get_objects`` / ``get_referrers`` / ``get_referents``, or starting a
-process (``os.fork``, ``subprocess``) while the hook is on; the hook found
-no longer the profile function at a step's end. Findings against the submission go to
+``gc.get_objects`` / ``get_referrers`` / ``get_referents``, setting a
+frame's ``f_trace``, or starting a process (``os.fork``, ``subprocess``)
+while the hook is on; the hook or the trace function found no longer in
+place at a step's end. An exception that C code raised into the program's
+frames (an operator refusing an out-of-bounds index puts the index in its
+message, as ``gather``, ``take`` and ``cross_entropy`` do) counts as a host
+read that copies, wherever it is handled. Findings against the submission go to
 ``Reprofile.integrity``; what the reference's run shows goes to
 ``Reprofile.task_problem``, since the reference is the task's own program.
 
@@ -201,9 +205,8 @@ functions (``memmove`` from its address, ``pythonapi``) or ``/proc/self/mem``;
 memory shared through a route no wrapper covers (a NumPy array over a file
 torch wrote, a tensor made by a torch function that imported ``as_tensor``
 before the runner replaced it); operators that read values on the host to size
-their answer beyond those listed; a value read back out of the message of an
-error torch raised (an out-of-bounds index; see
-``tests/graders/profiling/open_holes/``); reads in a thread whose profile
+their answer beyond those listed; a value carried out by a warning torch
+issued rather than an error; reads in a thread whose profile or trace
 function the program removed through the C API. These are the limits of watching from
 inside the process on a CPU host: on a CUDA host every read is a copy the
 trace shows.
@@ -284,8 +287,12 @@ NESTING_SLACK_US = 0.0015
 TOP_OPERATORS = 15
 
 # The runner's labels for host reads that only copy values out; every other label
-# (unknown ones too) is a view: a live window on the tensor's memory.
-COPY_READS = frozenset({"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save"})
+# (unknown ones too) is a view: a live window on the tensor's memory. The last is the
+# runner's ``ERROR_FROM_C``: an exception C code raised into the program's frames, whose
+# message can carry a value the operator read.
+COPY_READS = frozenset(
+    {"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save", "an error raised in C code"}
+)
 # Calls that make a tensor over host memory (a NumPy array, a buffer): no tensor's memory
 # is read, so a launches task does not take them for work moved out of torch.
 WRAPS_HOST_MEMORY = frozenset(

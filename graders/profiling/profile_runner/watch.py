@@ -31,6 +31,12 @@ What is recorded, under a label, whenever the *caller* is the program's code:
   ``__cuda_array_interface__`` getter, ``torch.save`` and its helpers,
   ``torch.from_dlpack``, ctypes' ``string_at`` / ``wstring_at`` / ``cast``; the
   caller is the frame below the function's own;
+- an exception that C code raised into a frame working for the program (an
+  operator that refuses an out-of-bounds index names the index in its
+  message), seen by a trace function (``sys.settrace``, line events off) at
+  the frame it was raised into, whoever handles it: counted as a read that
+  copies, under ``ERROR_FROM_C``; ``frame.f_trace`` is a property whose
+  setter only reports the attempt, so no frame can be unhooked;
 - calls that could blind the hook or leave the process: ``sys.setprofile``,
   ``sys.settrace``, ``sys.getprofile``, ``sys.gettrace``,
   ``threading.setprofile`` / ``settrace``, ``gc.get_objects`` /
@@ -73,8 +79,12 @@ profiled step. Reads are counted apart for the import, each warm-up call and
 each profiled step; a read on any watched thread goes to the call running.
 It is off for the unprofiled call and the timed batches, whose timing must
 stay clean. At each profiled step's end the runner checks that the hook is
-still the process's profile function (and puts it back if not: a finding)
-and that no Python thread it does not watch is alive.
+still the process's profile function and the trace function its trace
+function (and puts them back if not: a finding) and that no Python thread
+it does not watch is alive. The hook's own checks never run the program's
+code: code that runs inside a hook gives no events and would be unwatched,
+so owners are checked with ``type()`` (``isinstance`` reads ``__class__``)
+and file names as plain ``str`` (a code object may carry a subclass).
 """
 
 from __future__ import annotations
@@ -83,6 +93,7 @@ import _ctypes
 import _thread
 import contextlib
 import ctypes
+import dis
 import gc
 import os
 import sys
@@ -95,9 +106,12 @@ from typing import Any
 import torch
 
 _setprofile = sys.setprofile
+_settrace = sys.settrace
+_gettrace = sys.gettrace
 _addaudithook = sys.addaudithook
 _getprofile = sys.getprofile
 _threading_setprofile = threading.setprofile
+_threading_settrace = threading.settrace
 _current_frames = sys._current_frames
 _get_ident = threading.get_ident
 _main_ident = threading.main_thread().ident
@@ -259,10 +273,69 @@ def _wrap_c_function(name: str) -> Any:
 C_MEMORY_WRAPPERS = {
     name: _wrap_c_function(name) for name in C_MEMORY_FUNCTIONS if hasattr(torch._C, name)
 }
+
 for _name, _wrapper in C_MEMORY_WRAPPERS.items():
     setattr(torch._C, _name, _wrapper)
 # torch.utils.dlpack.to_dlpack is torch._C._to_dlpack, bound when torch was imported.
 torch.utils.dlpack.to_dlpack = C_MEMORY_WRAPPERS["_to_dlpack"]  # type: ignore[attr-defined]
+
+# Every frame's trace function is the watch's (see ``Watch``). ``frame.f_trace``, within
+# reach of any code that holds a frame (a traceback's ``tb_frame``), is replaced on the
+# frame type by a property whose setter only reports the attempt: the program cannot
+# unhook its own frames. The interpreter sets the field in C, past the property.
+_FRAME_TRACE = types.FrameType.__dict__["f_trace"]
+
+
+def _frame_trace(frame: Any) -> Any:
+    return _FRAME_TRACE.__get__(frame)
+
+
+def _set_frame_trace(frame: Any, value: Any = None) -> None:
+    """Refused; the watch takes the call for tampering."""
+
+
+_set_on_immutable(
+    types.FrameType, "f_trace", property(_frame_trace, _set_frame_trace, _set_frame_trace)
+)
+
+# The label under which a value read through an error's message counts (see ``Watch``).
+ERROR_FROM_C = "an error raised in C code"
+# Instructions of a Python ``raise``; an exception first seen at any other instruction
+# was raised by C code the frame called (an operator, a subscript, a builtin).
+_RAISES = frozenset({dis.opmap["RAISE_VARARGS"], dis.opmap["RERAISE"]})
+# The Python exceptions torch's C++ errors become when a value is refused
+# (``OutOfMemoryError``, ``LinAlgError`` and the rest derive from RuntimeError). Others
+# that C code raises (an AttributeError that pathlib's cache expects, an import's
+# FileNotFoundError, a TypeError over an argument's type) carry no tensor's value: no C
+# code but an operator's reads a tensor without a view the watch sees.
+_CARRIERS = (IndexError, ValueError, RuntimeError)
+# Fixed messages of Python's own errors: no value in them. The regular-expression
+# parser raises and handles dozens of the sequences' while compiling one pattern; the
+# last two are the warnings module's and the math module's, raised by imports.
+_FIXED_MESSAGES = frozenset(
+    f"{what} index out of range"
+    for what in ("list", "string", "tuple", "range object", "bytearray", "array", "deque")
+) | {
+    "index out of range",  # bytes
+    "list assignment index out of range",
+    "pop from empty list",
+    "pop index out of range",
+    "pop from an empty deque",
+    "list.remove(x): x not in list",
+    "math domain error",
+}
+
+
+def _carries_a_value(kind: type, error: BaseException) -> bool:
+    """Whether an exception C code raised may carry a tensor's value (see above)."""
+    if not issubclass(kind, _CARRIERS):
+        return False
+    if kind is IndexError or kind is ValueError:  # Python's own, not a subclass
+        args = error.args
+        message = args[0] if len(args) == 1 else None
+        return type(message) is not str or message not in _FIXED_MESSAGES
+    return True
+
 
 TORCH_ROOT = str(Path(torch.__file__).resolve().parent) + os.sep
 RUNNER_ROOT = str(Path(__file__).resolve().parent.parent) + os.sep  # runner and harness
@@ -278,9 +351,6 @@ TRUSTED_ROOTS += tuple(
 # theirs (checked genuine by ``_programs`` first) is never the program's.
 RUNNER_ROOTS = tuple(dict.fromkeys((RUNNER_ROOT, str(Path(__file__).parent.parent) + os.sep)))
 
-# Labels whose call only copies values out (no live window on the tensor's memory).
-COPIES = frozenset({"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save"})
-
 
 def _method(descriptor: Any, owners: type = _TensorBase) -> Any:
     """A check for a bound C method of a tensor (or of a storage, with ``owners``):
@@ -288,7 +358,9 @@ def _method(descriptor: Any, owners: type = _TensorBase) -> Any:
 
     def check(bound: Any) -> bool:
         owner = getattr(bound, "__self__", None)
-        if not isinstance(owner, owners):
+        # type(), never isinstance(): that reads the object's own __class__, which
+        # could run the program's code inside the hook, where nothing is watched.
+        if not issubclass(type(owner), owners):
             return False
         try:
             return bool(bound == descriptor.__get__(owner))
@@ -323,8 +395,7 @@ _CTYPES_TYPES = frozenset(
 
 
 def _ctypes_class_method(bound: Any) -> bool:
-    owner = getattr(bound, "__self__", None)
-    return isinstance(owner, type) and type(owner) in _CTYPES_TYPES
+    return type(getattr(bound, "__self__", None)) in _CTYPES_TYPES
 
 
 def _c_functions() -> dict[str, list[tuple[str, Any]]]:
@@ -401,6 +472,7 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
         ("threading.settrace", threading.settrace),
         ("OpOverload.redispatch", torch._ops.OpOverload.redispatch),
         ("ctypes.CDLL", ctypes.CDLL.__init__),
+        ("the frame.f_trace setter", _set_frame_trace),
     ]
     codes = {}
     for label, function in functions:
@@ -418,6 +490,7 @@ TAMPERING = frozenset(
         "sys.gettrace",
         "threading.setprofile",
         "threading.settrace",
+        "the frame.f_trace setter",
         "gc.get_objects",
         "gc.get_referrers",
         "gc.get_referents",
@@ -481,6 +554,12 @@ AUDITED = {
 }
 
 
+def _filename(code: types.CodeType) -> str:
+    """A code's file name as a plain str: a code object may carry a str subclass whose
+    methods are the program's, which would run inside the hook, unwatched."""
+    return str.__str__(code.co_filename)
+
+
 class Watch:
     """The profile hook and what it saw. Used by the runner only; its records are kept
     in the hook's closure rather than in this module's globals."""
@@ -499,6 +578,7 @@ class Watch:
         self._verdicts: dict[int, tuple[types.CodeType, bool]] = {}
         self._genuine: dict[str, set[types.CodeType]] = {}
         self.hook = self._make_hook()
+        self.tracer = self._make_tracer()
         self.thread_hook = self._make_thread_hook()
         self.thread_starter: Any = None
         _addaudithook(self._make_audit_hook())
@@ -508,7 +588,7 @@ class Watch:
         verdict = self._verdicts.get(id(code))
         if verdict is not None:
             return verdict[1]
-        filename = code.co_filename
+        filename = _filename(code)
         programs = True
         if filename.startswith(TRUSTED_ROOTS):
             codes = self._genuine.get(filename)
@@ -559,6 +639,40 @@ class Watch:
 
         return hook
 
+    def _make_tracer(self) -> Any:
+        """The trace function (``sys.settrace``): it follows every frame for its
+        exceptions alone (no line events). An exception that C code raised into a frame
+        working for the program, of a kind that can carry a value, counts as a host
+        read: a CPU operator that refuses a value puts the value in its message
+        (``index 37 is out of bounds``, from an index, ``gather``, ``take`` or
+        ``cross_entropy``), and the program can parse it back. It counts once, at the
+        frame it was raised into, whoever handles it."""
+        raises, carries, label = _RAISES, _carries_a_value, ERROR_FROM_C
+
+        def in_frame(frame: types.FrameType, event: str, arg: Any) -> None:
+            if event != "exception" or not self.active:
+                return
+            try:
+                kind, error, traceback = arg
+                if (
+                    traceback.tb_next is None  # first seen here
+                    and frame.f_code.co_code[traceback.tb_lasti] not in raises
+                    and carries(kind, error)
+                    and self._for_the_program(frame)
+                ):
+                    self._record(label)
+            except Exception:  # an exception here would switch tracing off
+                self._record(label)
+
+        def tracer(frame: types.FrameType, event: str, arg: Any) -> Any:
+            if not self.active:  # a thread still traced after the watch ended
+                _settrace(None)
+                return None
+            frame.f_trace_lines = False
+            return in_frame
+
+        return tracer
+
     def _for_the_program(self, frame: types.FrameType | None) -> bool:
         """Whether a read was made on the program's behalf: the nearest frame below it
         that is not torch's is the program's. Torch's Python code calling a read for the
@@ -573,7 +687,7 @@ class Watch:
                 return False
             if self._programs(code):
                 return True
-            if code.co_filename.startswith(RUNNER_ROOTS) and id(code) not in _PASSING:
+            if _filename(code).startswith(RUNNER_ROOTS) and id(code) not in _PASSING:
                 return False
             frame = frame.f_back
         return False
@@ -607,6 +721,7 @@ class Watch:
     def _make_thread_hook(self) -> Any:
         def thread_hook(frame: types.FrameType, event: str, arg: Any) -> None:
             self.watched.add(_get_ident())
+            _settrace(self.tracer)
             _setprofile(self.hook)
             self.hook(frame, event, arg)
 
@@ -614,10 +729,11 @@ class Watch:
 
     def _start_new_thread(self) -> Any:
         """``_thread.start_new_thread`` for the program: the new thread hooked first."""
-        thread_hook = self.thread_hook
+        thread_hook, tracer = self.thread_hook, self.tracer
 
         def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
             def watched(*a: Any, **k: Any) -> Any:
+                _settrace(tracer)
                 _setprofile(thread_hook)
                 return function(*a, **k)
 
@@ -632,7 +748,9 @@ class Watch:
         self.watched = {_get_ident()}
         self.active = True
         self.thread_starter = _thread.start_new_thread = self._start_new_thread()
+        _threading_settrace(self.tracer)
         _threading_setprofile(self.thread_hook)
+        _settrace(self.tracer)
         _setprofile(self.hook)
 
     def begin_warmup(self, index: int) -> None:
@@ -642,13 +760,18 @@ class Watch:
         self.where, self.counts = f"in step {k}", self.steps[k]
 
     def end_step(self, k: int) -> None:
-        """After profiled step k's call: the hook still in place, no unwatched thread."""
+        """After profiled step k's call: the hooks still in place, no unwatched thread."""
         self.where, self.counts = "between the steps", self.between
         if _getprofile() is not self.hook:
             self.violations.append(
                 f"the runner's profile hook was removed or replaced during step {k}"
             )
             _setprofile(self.hook)
+        if _gettrace() is not self.tracer:
+            self.violations.append(
+                f"the runner's trace function was removed or replaced during step {k}"
+            )
+            _settrace(self.tracer)
         alive = set(_current_frames())
         if alive - self.watched - {_main_ident}:
             self.unwatched_steps.append(k)
@@ -657,7 +780,9 @@ class Watch:
         """Off: after the last profiled step (or when the run failed)."""
         self.active = False
         _setprofile(None)
+        _settrace(None)
         _threading_setprofile(None)
+        _threading_settrace(None)
         if _thread.start_new_thread is not self.thread_starter:
             self.violations.append("the runner's _thread.start_new_thread was replaced")
         for label in dict.fromkeys(REFUSED):

@@ -39,7 +39,8 @@ BREAKS = {
     "raises": PROFILING + "            raise RuntimeError('not while profiled')\n",
     "exits": PROFILING + "            import os; os._exit(3)\n",
     # Up to the sandbox's process limit: the fork that would pass it fails, and the
-    # supervisor ends the sandbox.
+    # supervisor ends the sandbox. Which the grader sees first is a race: the failed
+    # fork's error coming back, or the process gone.
     "forks": PROFILING
     + "            import subprocess\n"
     + "            [subprocess.Popen(['sleep', '30']) for _ in range(100)]\n",
@@ -139,12 +140,13 @@ def test_a_profile_that_breaks_leaves_the_verdict_alone(
     assert report.integrity.clean and report.timing is not None
     submission = report.profile["submission"]
     assert submission["operators"] == [] and submission["note"]
+    gone = "the submission process did not answer (gone)"
     expected = {
-        "raises": "the profiled calls failed (RuntimeError: not while profiled)",
-        "exits": "the submission process did not answer (gone)",
-        "forks": "the profiled calls failed (BlockingIOError",
-        "forges": "sent a malformed one",
+        "raises": ("the profiled calls failed (RuntimeError: not while profiled)",),
+        "exits": (gone,),
+        "forks": ("the profiled calls failed (BlockingIOError", gone),
+        "forges": ("sent a malformed one",),
     }[how]
-    assert expected in submission["note"]
+    assert any(note in submission["note"] for note in expected), submission["note"]
     # The reference was profiled first, whatever the submission did after.
     assert "aten::native_layer_norm" in operators(report.profile["reference"])
