@@ -159,7 +159,12 @@ while the hook is on; the hook or the trace function found no longer in
 place at a step's end. An exception that C code raised into the program's
 frames (an operator refusing an out-of-bounds index puts the index in its
 message, as ``gather``, ``take`` and ``cross_entropy`` do) counts as a host
-read that copies, wherever it is handled. Findings against the submission go to
+read that copies, wherever it is handled; so does a generator's
+``set_state`` (its seed, read back with ``initial_seed()``, is eight bytes of
+the tensor handed to it). A read whose nearest non-torch frame is the
+runner's counts unless that frame is the runner's own copy of the outputs:
+C code run for the program (a finalizer as the step's frame is released)
+has the runner's frame newest. Findings against the submission go to
 ``Reprofile.integrity``; what the reference's run shows goes to
 ``Reprofile.task_problem``, since the reference is the task's own program.
 
@@ -287,11 +292,18 @@ NESTING_SLACK_US = 0.0015
 TOP_OPERATORS = 15
 
 # The runner's labels for host reads that only copy values out; every other label
-# (unknown ones too) is a view: a live window on the tensor's memory. The last is the
-# runner's ``ERROR_FROM_C``: an exception C code raised into the program's frames, whose
-# message can carry a value the operator read.
+# (unknown ones too) is a view: a live window on the tensor's memory. The runner's
+# ``ERROR_FROM_C`` is an exception C code raised into the program's frames, whose
+# message can carry a value the operator read; ``Generator.set_state`` copies eight
+# bytes of a tensor into a generator's seed, which ``initial_seed()`` hands back.
 COPY_READS = frozenset(
-    {"Tensor.tolist", "Tensor.__reduce_ex__", "torch.save", "an error raised in C code"}
+    {
+        "Tensor.tolist",
+        "Tensor.__reduce_ex__",
+        "torch.save",
+        "an error raised in C code",
+        "Generator.set_state",
+    }
 )
 # Calls that make a tensor over host memory (a NumPy array, a buffer): no tensor's memory
 # is read, so a launches task does not take them for work moved out of torch.
@@ -328,6 +340,14 @@ SCALAR_READS = frozenset(
         "aten::bincount",
         "aten::_pack_padded_sequence",
         "aten::_sparse_coo_tensor_with_dims_and_tensors",
+        # A sparse tensor's number of entries, found by merging duplicates or dropping
+        # zeros on the host: _nnz() hands it back with no operator.
+        "aten::_coalesce",
+        "aten::_to_sparse",
+        "aten::_to_sparse_csr",
+        "aten::_to_sparse_csc",
+        "aten::_to_sparse_bsr",
+        "aten::_to_sparse_bsc",
     }
 )
 SYNC_RUNTIME_CALLS = frozenset(

@@ -37,6 +37,9 @@ What is recorded, under a label, whenever the *caller* is the program's code:
   the frame it was raised into, whoever handles it: counted as a read that
   copies, under ``ERROR_FROM_C``; ``frame.f_trace`` is a property whose
   setter only reports the attempt, so no frame can be unhooked;
+- ``Generator.set_state`` (a Python wrapper on the C class): a CPU generator's
+  state is read from a tensor's memory in C++ and its seed handed back as an
+  int, eight bytes of any tensor; counted as a read that copies;
 - calls that could blind the hook or leave the process: ``sys.setprofile``,
   ``sys.settrace``, ``sys.getprofile``, ``sys.gettrace``,
   ``threading.setprofile`` / ``settrace``, ``gc.get_objects`` /
@@ -58,7 +61,12 @@ frame below it that is not torch's is the program's: torch's Python code that
 calls a read for the program (``tree_map`` handed ``Tensor.tolist``,
 ``torch._numpy``'s ``tolist``) reads for it. A read made inside another watched
 function (``Tensor.__array__`` calling ``self.numpy()``) is that one's and
-counts once; below the runner's own frames nothing is the program's. Code that
+counts once. When the nearest such frame is the runner's, the read is the
+runner's own only if that frame is one of its reading functions (its copy of
+a call's outputs) or this module's code: any other runner frame (the one that
+called the program's step) can only be below a read that C code made for the
+program, such as a finalizer of C callables run as the step's frame is
+released, and that read counts. Code that
 claims a file of torch's (or the runner's) is checked, the first time it makes
 such a call, to be equal to code compiled from that file, so that a program
 cannot pass its own code off as torch's by naming it so.
@@ -191,6 +199,16 @@ WRAPPED |= {"apply_": _apply_, "map_": _map_, "map2_": _map2_}
 WRAPPED["const_data_ptr"] = _const_data_ptr
 
 
+# A CPU generator's state is read from a tensor's memory in C++, with no operator, and
+# its seed handed back as a Python int (``initial_seed()``): eight bytes of any tensor,
+# copied into the state, come back out. Each ``set_state`` counts as a read that copies.
+_C_SET_STATE = torch._C.Generator.set_state
+
+
+def _generator_set_state(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_SET_STATE(self, *args, **kwargs)
+
+
 def _set_on_immutable(cls: type, name: str, value: Any) -> None:
     """Set an attribute of a type Python may not set attributes on (torch's C classes):
     through the dict behind its mappingproxy, then the type's method cache told.
@@ -205,6 +223,8 @@ for _name, _wrapper in WRAPPED.items():
     _wrapper.__doc__ = getattr(_TensorBase, _name).__doc__
     setattr(_Tensor, _name, _wrapper)
     _set_on_immutable(_TensorBase, _name, _wrapper)
+_generator_set_state.__doc__ = _C_SET_STATE.__doc__
+_set_on_immutable(torch._C.Generator, "set_state", _generator_set_state)
 
 # torch.as_tensor and torch.asarray make a tensor over a NumPy array's memory without
 # copying (over Python numbers and lists they copy): a channel for reads no profiler
@@ -455,6 +475,7 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
         )
     ]
     functions += [(f"Tensor.{name}", wrapper) for name, wrapper in WRAPPED.items()]
+    functions.append(("Generator.set_state", _generator_set_state))
     functions.append(("torch.as_tensor over host memory", _over_host_memory))
     functions += [(f"torch._C.{name}", w) for name, w in C_MEMORY_WRAPPERS.items()]
     interface = _Tensor.__dict__.get("__cuda_array_interface__")
@@ -560,11 +581,32 @@ def _filename(code: types.CodeType) -> str:
     return str.__str__(code.co_filename)
 
 
+def _watch_codes() -> frozenset[int]:
+    """The ids of every code object of this module's functions and methods, nested
+    ones (the hooks made by ``Watch``) included."""
+    pending = [
+        value.__code__
+        for item in list(globals().values())
+        for value in ([item] if not isinstance(item, type) else list(vars(item).values()))
+        if isinstance(value, types.FunctionType) and value.__module__ == __name__
+    ]
+    found: set[int] = set()
+    while pending:
+        code = pending.pop()
+        found.add(id(code))
+        pending += [item for item in code.co_consts if isinstance(item, types.CodeType)]
+    return frozenset(found)
+
+
 class Watch:
     """The profile hook and what it saw. Used by the runner only; its records are kept
     in the hook's closure rather than in this module's globals."""
 
-    def __init__(self) -> None:
+    def __init__(self, readers: tuple[Any, ...] = ()) -> None:
+        """``readers``: the runner's own functions that read tensors while the watch is
+        on (its copy of a call's outputs). They and this module's code (which checks
+        and puts back the hooks) are the only runner frames that make watched calls."""
+        self.readers = _watch_codes() | {id(function.__code__) for function in readers}
         self.where = "at import"  # for findings
         self.imported: dict[str, int] = {}
         self.warmup: list[dict[str, int]] = []
@@ -678,8 +720,11 @@ class Watch:
         that is not torch's is the program's. Torch's Python code calling a read for the
         program (``tree_map`` handed ``Tensor.tolist``, ``torch._numpy``'s ``tolist``)
         counts; a read made inside another watched function (``Tensor.__array__``
-        calling ``numpy``) is that one's, counted once; below the runner's own frames
-        nothing is the program's."""
+        calling ``numpy``) is that one's, counted once. The nearest such frame may be
+        the runner's: its own reads (``readers``) are not the program's, but any other
+        runner frame can only be below a read that C code made for the program (a
+        finalizer of the program's, run as a call's frame is released; a chain of C
+        callables started from a torch frame), and that read counts."""
         python_functions = _PYTHON_FUNCTIONS
         while frame is not None:
             code = frame.f_code
@@ -688,7 +733,7 @@ class Watch:
             if self._programs(code):
                 return True
             if _filename(code).startswith(RUNNER_ROOTS) and id(code) not in _PASSING:
-                return False
+                return id(code) not in self.readers
             frame = frame.f_back
         return False
 
