@@ -211,8 +211,11 @@ memory shared through a route no wrapper covers (a NumPy array over a file
 torch wrote, a tensor made by a torch function that imported ``as_tensor``
 before the runner replaced it); operators that read values on the host to size
 their answer beyond those listed; a value carried out by a warning torch
-issued rather than an error; reads in a thread whose profile or trace
-function the program removed through the C API. These are the limits of watching from
+issued rather than an error; operators called through an overload's
+``_op_dk`` (no RecordFunction) and a storage of the program's own written out
+with ``_write_file`` (both in ``tests/graders/profiling/open_holes/``); reads
+in a thread whose profile or trace function the program removed through the
+C API. These are the limits of watching from
 inside the process on a CPU host: on a CUDA host every read is a copy the
 trace shows.
 
@@ -303,6 +306,7 @@ COPY_READS = frozenset(
         "torch.save",
         "an error raised in C code",
         "Generator.set_state",
+        "torch._C._pickle_save",
     }
 )
 # Calls that make a tensor over host memory (a NumPy array, a buffer): no tensor's memory
@@ -348,6 +352,13 @@ SCALAR_READS = frozenset(
         "aten::_to_sparse_csc",
         "aten::_to_sparse_bsr",
         "aten::_to_sparse_bsc",
+        # A nested tensor's sizes are a tensor's values, read back as its pieces' shapes.
+        "aten::_nested_view_from_buffer",
+        "aten::_nested_view_from_buffer_copy",
+        "aten::_nested_tensor_from_mask",
+        "aten::_nested_from_padded",
+        "aten::_nested_tensor_from_tensor_list",
+        "aten::_pad_packed_sequence",
     }
 )
 SYNC_RUNTIME_CALLS = frozenset(

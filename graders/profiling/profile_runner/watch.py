@@ -119,7 +119,6 @@ _gettrace = sys.gettrace
 _addaudithook = sys.addaudithook
 _getprofile = sys.getprofile
 _threading_setprofile = threading.setprofile
-_threading_settrace = threading.settrace
 _current_frames = sys._current_frames
 _get_ident = threading.get_ident
 _main_ident = threading.main_thread().ident
@@ -173,6 +172,12 @@ def _refused(label: str) -> Any:
 for _owner in (torch._C._autograd, torch.autograd):
     setattr(_owner, "_enable_record_function", _refused("torch.autograd._enable_record_function"))  # noqa: B010
 del _owner
+# The JIT's graph passes run its operators in C++ with nothing recorded (constant
+# propagation evaluates a graph: ``aten::str`` of a constant tensor reads its memory),
+# and TorchScript is off in the sandbox, so no fix of the program's needs them.
+for _name in [n for n in dir(torch._C) if n.startswith("_jit_pass_")] + ["parse_ir"]:
+    setattr(torch._C, _name, _refused(f"torch._C.{_name}"))
+del _name
 
 
 def _apply_(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -240,19 +245,21 @@ def _shares_memory(data: Any) -> bool:
     )
 
 
-def _over_host_memory(function: Any, data: Any, args: Any, kwargs: Any) -> Any:
-    return function(data, *args, **kwargs)
+def _over_host_memory(as_array: bool, data: Any, args: Any, kwargs: Any) -> Any:
+    """Takes no function: handed one (reachable through ``sys.modules``), it would call
+    ``Tensor.tolist`` with its own frame below, and the read would count as this one."""
+    return (_C_ASARRAY if as_array else _C_AS_TENSOR)(data, *args, **kwargs)
 
 
 def _as_tensor(data: Any, *args: Any, **kwargs: Any) -> Any:
     if _shares_memory(data):
-        return _over_host_memory(_C_AS_TENSOR, data, args, kwargs)
+        return _over_host_memory(False, data, args, kwargs)
     return _C_AS_TENSOR(data, *args, **kwargs)
 
 
 def _asarray(obj: Any, *args: Any, **kwargs: Any) -> Any:
     if _shares_memory(obj):
-        return _over_host_memory(_C_ASARRAY, obj, args, kwargs)
+        return _over_host_memory(True, obj, args, kwargs)
     return _C_ASARRAY(obj, *args, **kwargs)
 
 
@@ -268,6 +275,7 @@ _PASSING = frozenset(id(f.__code__) for f in (_as_tensor, _asarray))
 # its own (the hook labels a call by its code), so that a call made from C (``map``)
 # still starts a Python function the hook sees.
 C_MEMORY_FUNCTIONS = (
+    "_pickle_save",  # the JIT's pickler: a tensor's bytes, copied in C++
     "_to_dlpack",
     "_to_dlpack_versioned",
     "_data_address",
@@ -302,12 +310,13 @@ torch.utils.dlpack.to_dlpack = C_MEMORY_WRAPPERS["_to_dlpack"]  # type: ignore[a
 # Every frame's trace function is the watch's (see ``Watch``). ``frame.f_trace``, within
 # reach of any code that holds a frame (a traceback's ``tb_frame``), is replaced on the
 # frame type by a property whose setter only reports the attempt: the program cannot
-# unhook its own frames. The interpreter sets the field in C, past the property.
-_FRAME_TRACE = types.FrameType.__dict__["f_trace"]
+# unhook its own frames. The interpreter sets the field in C, past the property. The
+# original descriptor is kept nowhere (its ``__set__`` would unhook a frame), so the
+# getter answers None: nothing here or in torch reads it.
 
 
-def _frame_trace(frame: Any) -> Any:
-    return _FRAME_TRACE.__get__(frame)
+def _frame_trace(frame: Any) -> None:
+    return None
 
 
 def _set_frame_trace(frame: Any, value: Any = None) -> None:
@@ -320,9 +329,6 @@ _set_on_immutable(
 
 # The label under which a value read through an error's message counts (see ``Watch``).
 ERROR_FROM_C = "an error raised in C code"
-# Instructions of a Python ``raise``; an exception first seen at any other instruction
-# was raised by C code the frame called (an operator, a subscript, a builtin).
-_RAISES = frozenset({dis.opmap["RAISE_VARARGS"], dis.opmap["RERAISE"]})
 # The Python exceptions torch's C++ errors become when a value is refused
 # (``OutOfMemoryError``, ``LinAlgError`` and the rest derive from RuntimeError). Others
 # that C code raises (an AttributeError that pathlib's cache expects, an import's
@@ -689,19 +695,26 @@ class Watch:
         (``index 37 is out of bounds``, from an index, ``gather``, ``take`` or
         ``cross_entropy``), and the program can parse it back. It counts once, at the
         frame it was raised into, whoever handles it."""
-        raises, carries, label = _RAISES, _carries_a_value, ERROR_FROM_C
+        raise_, reraise = dis.opmap["RAISE_VARARGS"], dis.opmap["RERAISE"]
+        carries, label = _carries_a_value, ERROR_FROM_C
 
         def in_frame(frame: types.FrameType, event: str, arg: Any) -> None:
             if event != "exception" or not self.active:
                 return
             try:
                 kind, error, traceback = arg
-                if (
-                    traceback.tb_next is None  # first seen here
-                    and frame.f_code.co_code[traceback.tb_lasti] not in raises
-                    and carries(kind, error)
-                    and self._for_the_program(frame)
-                ):
+                if traceback.tb_next is not None or not carries(kind, error):
+                    return  # seen already where it was raised, or carries no value
+                instruction = frame.f_code.co_code[traceback.tb_lasti]
+                if instruction == reraise:
+                    return
+                # A raise statement in code of the program's counts too: the class it
+                # raises may call C code as it is made (a metaclass's __call__).
+                if instruction == raise_:
+                    ours = self._programs(frame.f_code)
+                else:
+                    ours = self._for_the_program(frame)
+                if ours:
                     self._record(label)
             except Exception:  # an exception here would switch tracing off
                 self._record(label)
@@ -733,7 +746,11 @@ class Watch:
             if self._programs(code):
                 return True
             if _filename(code).startswith(RUNNER_ROOTS) and id(code) not in _PASSING:
-                return id(code) not in self.readers
+                # One of the runner's reading functions reads for the program when the
+                # program called it (its module is within reach through sys.modules).
+                caller = frame.f_back
+                own = id(code) in self.readers
+                return not own or (caller is not None and self._programs(caller.f_code))
             frame = frame.f_back
         return False
 
@@ -793,7 +810,9 @@ class Watch:
         self.watched = {_get_ident()}
         self.active = True
         self.thread_starter = _thread.start_new_thread = self._start_new_thread()
-        _threading_settrace(self.tracer)
+        # threading's own alias, bound at its import: threads started through it
+        # directly (not as threading.Thread) are hooked the same way.
+        threading._start_new_thread = self.thread_starter  # type: ignore[attr-defined]
         _threading_setprofile(self.thread_hook)
         _settrace(self.tracer)
         _setprofile(self.hook)
@@ -827,9 +846,11 @@ class Watch:
         _setprofile(None)
         _settrace(None)
         _threading_setprofile(None)
-        _threading_settrace(None)
         if _thread.start_new_thread is not self.thread_starter:
             self.violations.append("the runner's _thread.start_new_thread was replaced")
+        if threading._start_new_thread is not self.thread_starter:  # type: ignore[attr-defined]
+            self.violations.append("the runner's threading._start_new_thread was replaced")
+        threading._start_new_thread = _start_new_thread  # type: ignore[attr-defined]
         for label in dict.fromkeys(REFUSED):
             why = (
                 "its code would run inside the runner's own calls"

