@@ -28,6 +28,11 @@ def test_a_catalog_serving_task_validates(folder: Path, model_dir: Path) -> None
     assert roles >= {"solution", "negative", "reference"}, roles
     negatives = [f for f in check.files if f.role == "negative"]
     assert {"compile_error"} < {f.expected for f in negatives}, "one invalid, one that fails"
+    # Each negative's reason says what went wrong, in the grader's words.
+    reasons = {f.path: f.reason for f in negatives}
+    assert all(reasons.values()), reasons
+    if folder.name == "serve-shared-prefix":
+        assert "failed 100.0% of the requests" in reasons["bad/short-context.toml"], reasons
 
 
 def test_the_catalog_holds_serving_tasks() -> None:
