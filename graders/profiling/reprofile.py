@@ -175,8 +175,9 @@ outputs of every call are still checked, and step-time figures come from
 outside. Switching recording off
 (``torch.autograd._enable_record_function``, replaced in the process by a
 function that reports the attempt) and the dispatcher's redispatch
-(``OpOverload.redispatch``, ``redispatch_boxed``: operators run unrecorded)
-are findings; ``redispatch_boxed`` called from C code (``map``) is not seen.
+(``OpOverload.redispatch``, ``redispatch_boxed``, an overload's ``_op_dk``
+called by the program: operators run unrecorded) are findings;
+``redispatch_boxed`` called from C code (``map``) is not seen.
 Every name the runner looks up as it runs (its modules', the harness's, its
 classes' methods) is checked against what it held before the import: a
 program that rebinds one (the runner's ``send``, to cut events from the trace
@@ -211,9 +212,8 @@ memory shared through a route no wrapper covers (a NumPy array over a file
 torch wrote, a tensor made by a torch function that imported ``as_tensor``
 before the runner replaced it); operators that read values on the host to size
 their answer beyond those listed; a value carried out by a warning torch
-issued rather than an error; operators called through an overload's
-``_op_dk`` (no RecordFunction) and a storage of the program's own written out
-with ``_write_file`` (both in ``tests/graders/profiling/open_holes/``); reads
+issued rather than an error; a storage of the program's own written out
+with ``_write_file`` (in ``tests/graders/profiling/open_holes/``); reads
 in a thread whose profile or trace function the program removed through the
 C API. These are the limits of watching from
 inside the process on a CPU host: on a CUDA host every read is a copy the

@@ -45,7 +45,9 @@ What is recorded, under a label, whenever the *caller* is the program's code:
   ``threading.setprofile`` / ``settrace``, ``gc.get_objects`` /
   ``get_referrers`` / ``get_referents``, ``os.fork`` and the other ways of
   starting a process, and the dispatcher's redispatch (``OpOverload.redispatch``,
-  ``redispatch_boxed``), which runs an operator without recording it. These
+  ``redispatch_boxed``) and an overload's ``_op_dk`` (a watched wrapper on
+  every overload; only the program's own calls count), which run an operator
+  without recording it. These
   are tampering findings wherever they happen while the hook is on.
 
 ``torch.autograd._enable_record_function`` (the same switch in
@@ -298,6 +300,34 @@ def _wrap_c_function(name: str) -> Any:
     return watched
 
 
+# An operator overload's ``_op_dk`` (the dispatcher's call for one dispatch key) runs a
+# kernel with no RecordFunction: nothing in the trace. Every overload's is replaced by a
+# Python wrapper (one code object for all), existing ones now and new ones as they are
+# made. A call straight from the program's code is tampering; torch's own ``decompose``
+# calls it for the program, and the operators a composite kernel runs are recorded.
+OP_DK = "OpOverload._op_dk"
+
+
+def _watched_op_dk(op_dk: Any) -> Any:
+    def _op_dk(*args: Any, **kwargs: Any) -> Any:
+        return op_dk(*args, **kwargs)
+
+    return _op_dk
+
+
+_OpOverload = torch._ops.OpOverload
+_op_overload_init = _OpOverload.__init__
+
+
+def _op_overload_made(self: Any, packet: Any, op: Any, op_dk: Any, *args: Any) -> None:
+    _op_overload_init(self, packet, op, _watched_op_dk(op_dk), *args)
+
+
+_OpOverload.__init__ = _op_overload_made  # type: ignore[method-assign]
+for _overload in [o for o in gc.get_objects() if issubclass(type(o), _OpOverload)]:
+    _overload._op_dk = _watched_op_dk(_overload._op_dk)
+del _overload
+
 C_MEMORY_WRAPPERS = {
     name: _wrap_c_function(name) for name in C_MEMORY_FUNCTIONS if hasattr(torch._C, name)
 }
@@ -501,7 +531,8 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
         ("ctypes.CDLL", ctypes.CDLL.__init__),
         ("the frame.f_trace setter", _set_frame_trace),
     ]
-    codes = {}
+    op_dk_code = _watched_op_dk(None).__code__
+    codes = {id(op_dk_code): (OP_DK, op_dk_code)}
     for label, function in functions:
         code = getattr(function, "__code__", None)
         if isinstance(code, types.CodeType):
@@ -530,6 +561,7 @@ TAMPERING = frozenset(
         # The dispatcher's redispatch runs an operator with no RecordFunction: unrecorded.
         "OpOverload.redispatch",
         "redispatch_boxed",
+        OP_DK,
         # A hook on every audited call (open, exec, ...): the program's code inside the
         # runner's own calls.
         "sys.addaudithook",
@@ -650,7 +682,7 @@ class Watch:
         if label in TAMPERING:
             why = (
                 "it runs operators without recording them"
-                if "redispatch" in label
+                if "redispatch" in label or label == OP_DK
                 else "it may blind the runner's watch"
             )
             finding = f"the program called {label} ({self.where}): {why}"
@@ -680,6 +712,10 @@ class Watch:
                 if entry is None:
                     return
                 label, caller = entry[0], frame.f_back
+                if label == OP_DK:  # the program's own call only (see OP_DK)
+                    if caller is not None and self._programs(caller.f_code):
+                        self._record(label)
+                    return
             else:
                 return
             if self._for_the_program(caller):
