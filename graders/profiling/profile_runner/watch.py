@@ -37,6 +37,8 @@ What is recorded, under a label, whenever the *caller* is the program's code:
   the frame it was raised into, whoever handles it: counted as a read that
   copies, under ``ERROR_FROM_C``; ``frame.f_trace`` is a property whose
   setter only reports the attempt, so no frame can be unhooked;
+- ``Tensor.set_`` given a storage (through ``_over_a_storage``): the tensor's
+  bytes are then within reach of the storage's own C methods; a view;
 - ``Generator.set_state`` (a Python wrapper on the C class): a CPU generator's
   state is read from a tensor's memory in C++ and its seed handed back as an
   int, eight bytes of any tensor; counted as a read that copies;
@@ -176,9 +178,21 @@ for _owner in (torch._C._autograd, torch.autograd):
 del _owner
 # The JIT's graph passes run its operators in C++ with nothing recorded (constant
 # propagation evaluates a graph: ``aten::str`` of a constant tensor reads its memory),
-# and TorchScript is off in the sandbox, so no fix of the program's needs them.
-for _name in [n for n in dir(torch._C) if n.startswith("_jit_pass_")] + ["parse_ir"]:
-    setattr(torch._C, _name, _refused(f"torch._C.{_name}"))
+# and TorchScript is off in the sandbox, so no fix of the program's needs them. A graph
+# also prints the value of every tensor put in it as a constant, so the ways of putting
+# one there (a constant, a node's tensor attribute, the JIT's tracer) are refused too.
+_JIT_REFUSED = [n for n in dir(torch._C) if n.startswith("_jit_pass_")] + [
+    "parse_ir",
+    "_create_graph_by_tracing",
+    "_create_function_from_trace",
+    "_create_function_from_trace_with_dict",
+    "_jit_trace_graph",
+    "_jit_trace_module",
+    "_set_tracing_state",
+]
+for _name in _JIT_REFUSED:
+    if hasattr(torch._C, _name):
+        setattr(torch._C, _name, _refused(f"torch._C.{_name}"))
 del _name
 
 
@@ -205,6 +219,29 @@ WRAPPED["untyped_storage"] = _untyped_storage
 WRAPPED |= {"apply_": _apply_, "map_": _map_, "map2_": _map2_}
 WRAPPED["const_data_ptr"] = _const_data_ptr
 
+# ``t.set_(storage)`` puts a tensor over a storage the program holds: its bytes are then
+# within reach of the storage's own C methods (``_write_file``, indexing), which no
+# wrapper covers. Over a storage, the call goes through ``_over_a_storage`` (watched, a
+# view); over a tensor or with no source, straight on.
+_C_SET_ = _TensorBase.set_
+_STORAGE_TYPES = (torch._C.StorageBase, torch.storage.TypedStorage)
+
+
+def _over_a_storage(tensor: Any, args: Any, kwargs: Any) -> Any:
+    return _C_SET_(tensor, *args, **kwargs)
+
+
+def _set_(self: Any, *args: Any, **kwargs: Any) -> Any:
+    source = args[0] if args else kwargs.get("source")
+    if issubclass(type(source), _STORAGE_TYPES):
+        return _over_a_storage(self, args, kwargs)
+    return _C_SET_(self, *args, **kwargs)
+
+
+# Not watched itself (a set_ over a tensor reads nothing): the search for the program's
+# frame goes on below it (see ``_PASSING``).
+PASSED_ON = {"set_": _set_}
+
 
 # A CPU generator's state is read from a tensor's memory in C++, with no operator, and
 # its seed handed back as a Python int (``initial_seed()``): eight bytes of any tensor,
@@ -226,10 +263,15 @@ def _set_on_immutable(cls: type, name: str, value: Any) -> None:
     ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
 
 
-for _name, _wrapper in WRAPPED.items():
+for _name, _wrapper in {**WRAPPED, **PASSED_ON}.items():
     _wrapper.__doc__ = getattr(_TensorBase, _name).__doc__
     setattr(_Tensor, _name, _wrapper)
     _set_on_immutable(_TensorBase, _name, _wrapper)
+for _cls, _name in [(torch._C.Graph, "insertConstant")] + [
+    (torch._C.Node, name) for name in ("t_", "ts_", "ival_")
+]:
+    _set_on_immutable(_cls, _name, _refused(f"torch._C.{_cls.__name__}.{_name}"))
+del _cls
 _generator_set_state.__doc__ = _C_SET_STATE.__doc__
 _set_on_immutable(torch._C.Generator, "set_state", _generator_set_state)
 
@@ -270,7 +312,7 @@ _set_on_immutable(type(torch._C._VariableFunctions), "as_tensor", staticmethod(_
 _set_on_immutable(type(torch._C._VariableFunctions), "asarray", staticmethod(_asarray))
 # The runner's functions a read passes through on its way from the program's code: the
 # search for the program's frame goes on below them.
-_PASSING = frozenset(id(f.__code__) for f in (_as_tensor, _asarray))
+_PASSING = frozenset(id(f.__code__) for f in (_as_tensor, _asarray, _set_))
 
 # torch._C's functions that hand out tensor memory (a DLPack capsule, a storage made over
 # an address) or its address: replaced by Python wrappers, each with a code object of
@@ -512,6 +554,7 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
     ]
     functions += [(f"Tensor.{name}", wrapper) for name, wrapper in WRAPPED.items()]
     functions.append(("Generator.set_state", _generator_set_state))
+    functions.append(("Tensor.set_ over a storage", _over_a_storage))
     functions.append(("torch.as_tensor over host memory", _over_host_memory))
     functions += [(f"torch._C.{name}", w) for name, w in C_MEMORY_WRAPPERS.items()]
     interface = _Tensor.__dict__.get("__cuda_array_interface__")
