@@ -212,7 +212,9 @@ memory shared through a route no wrapper covers (a NumPy array over a file
 torch wrote, a tensor made by a torch function that imported ``as_tensor``
 before the runner replaced it); operators that read values on the host to size
 their answer beyond those listed; a value carried out by a warning torch
-issued rather than an error; reads
+issued rather than an error; a program that behaves differently while
+profiled (the unprofiled call's outputs are compared, its reads are not
+counted); the routes in ``tests/graders/profiling/open_holes/``; reads
 in a thread whose profile or trace function the program removed through the
 C API. These are the limits of watching from
 inside the process on a CPU host: on a CUDA host every read is a copy the
