@@ -360,6 +360,8 @@ SCALAR_READS = frozenset(
         "aten::_nested_from_padded",
         "aten::_nested_tensor_from_tensor_list",
         "aten::_pad_packed_sequence",
+        # The CTC loss's alignment table is as long as the longest target: a value.
+        "aten::_ctc_loss",
     }
 )
 SYNC_RUNTIME_CALLS = frozenset(

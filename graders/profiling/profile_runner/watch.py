@@ -365,7 +365,7 @@ def _op_overload_made(self: Any, packet: Any, op: Any, op_dk: Any, *args: Any) -
     _op_overload_init(self, packet, op, _watched_op_dk(op_dk), *args)
 
 
-_OpOverload.__init__ = _op_overload_made  # type: ignore[method-assign]
+_OpOverload.__init__ = _op_overload_made  # type: ignore[method-assign,assignment]
 for _overload in [o for o in gc.get_objects() if issubclass(type(o), _OpOverload)]:
     _overload._op_dk = _watched_op_dk(_overload._op_dk)
 del _overload
@@ -892,6 +892,7 @@ class Watch:
         # threading's own alias, bound at its import: threads started through it
         # directly (not as threading.Thread) are hooked the same way.
         threading._start_new_thread = self.thread_starter  # type: ignore[attr-defined]
+        _thread.start_new = self.thread_starter  # type: ignore[attr-defined]  # an old alias
         _threading_setprofile(self.thread_hook)
         _settrace(self.tracer)
         _setprofile(self.hook)
@@ -930,6 +931,7 @@ class Watch:
         if threading._start_new_thread is not self.thread_starter:  # type: ignore[attr-defined]
             self.violations.append("the runner's threading._start_new_thread was replaced")
         threading._start_new_thread = _start_new_thread  # type: ignore[attr-defined]
+        _thread.start_new = _start_new_thread  # type: ignore[attr-defined]
         for label in dict.fromkeys(REFUSED):
             why = (
                 "its code would run inside the runner's own calls"
