@@ -23,8 +23,13 @@ How a grading runs
    ``steps`` profiled steps, each a ``ProfilerStep#k`` window closed by the
    runner's canary op. The reply carries the trace itself (written by torch's
    C++, read back by the runner) and the steps' outputs, before any program
-   code runs again. Then ``check``: one unprofiled
-   call on the grading's seed, whose inputs are made only then.
+   code runs again. The last profiled step's inputs come from the grading's
+   secret seed itself. Every call whose outputs are compared is profiled and
+   watched alike, except the timed batches of a ``step_time`` task (whose
+   signal is the time itself): a program that takes a fixed path only while
+   it is profiled has shown the grader nothing else, and the counts are taken
+   on that path. (A compared call left unprofiled would let a program keep
+   its host reads for that call alone.)
 3. For ``step_time`` only: ``repeats`` timed batches per side, in pairs that
    alternate which side goes first (reference, submission, submission,
    reference, ...), each measured from outside while the other side is
@@ -144,7 +149,7 @@ a type other than plain tensors, containers and scalars are a finding
 
 Host reads the trace cannot show (see ``syncs``) are watched by the runner's
 profile hook from the program's import to the end of the profiled steps
-(not during the unprofiled call or the timed batches). Findings, for the
+(not during the timed batches). Findings, for the
 ``syncs`` and ``launches`` signals: a view of tensor memory (anything but
 ``tolist``, pickling and ``torch.save``, which copy) taken at import, or
 views that differ between calls (warm-up calls and steps), since reads
@@ -212,9 +217,7 @@ memory shared through a route no wrapper covers (a NumPy array over a file
 torch wrote, a tensor made by a torch function that imported ``as_tensor``
 before the runner replaced it); operators that read values on the host to size
 their answer beyond those listed; a value carried out by a warning torch
-issued rather than an error; a program that behaves differently while
-profiled (the unprofiled call's outputs are compared, its reads are not
-counted); the routes in ``tests/graders/profiling/open_holes/``; reads
+issued rather than an error; the routes in ``tests/graders/profiling/open_holes/``; reads
 in a thread whose profile or trace function the program removed through the
 C API. These are the limits of watching from
 inside the process on a CPU host: on a CUDA host every read is a copy the
@@ -917,7 +920,7 @@ Piece = tuple[str, Any, Any]
 def _pieces(node: Any, value: Any, spec: ProgramSpec) -> list[Piece]:
     """Every call's outputs out of the runner's tree; ProtocolError if it is not the
     tree the runner builds for this spec."""
-    if type(value) is not dict or set(value) != {"profiled", "unprofiled", "timed"}:
+    if type(value) is not dict or set(value) != {"profiled", "timed"}:
         raise ProtocolError("the outputs are not the runner's tree")
     # The value was unpacked from the node: its keys are the string keys above.
     nodes = {key_node["v"]: item_node for key_node, item_node in node["items"]}
@@ -929,7 +932,6 @@ def _pieces(node: Any, value: Any, spec: ProgramSpec) -> list[Piece]:
         (f"profiled step {k}", item_node, item)
         for k, (item_node, item) in enumerate(zip(profiled, value["profiled"], strict=True))
     ]
-    pieces.append(("the unprofiled run", nodes["unprofiled"], value["unprofiled"]))
     for b, (batch_node, batch) in enumerate(zip(timed, value["timed"], strict=True)):
         steps = _items(batch_node)
         if len(steps) != spec.steps:
@@ -988,10 +990,10 @@ class _Program:
         self.result: RunResult | None = None
         self.outputs: tuple[Any, Any] | None = None  # (node, value)
         # Each command's outputs as its reply carried them: (node, blobs).
-        self.parts: dict[str, Any] = {"profiled": None, "unprofiled": None, "timed": []}
+        self.parts: dict[str, Any] = {"profiled": None, "timed": []}
         self.host_reads: HostReads | None = None  # what the runner's hook saw
         self.outputs_bytes = 0
-        self.check_bytes = 0  # the unprofiled call's reply
+        self.run_outputs_bytes = 0  # the outputs in the run's reply
         try:
             self.side = Side.start(role, backend, request)
         except ValueError as exc:  # a file name that cannot be placed in the work dir
@@ -1113,14 +1115,13 @@ class _Program:
             return _shift_blobs(node, offset)
 
         try:
-            profiled, unprofiled = self.parts["profiled"], self.parts["unprofiled"]
-            if profiled is None or unprofiled is None:
+            profiled = self.parts["profiled"]
+            if profiled is None:
                 raise ProtocolError("a reply did not carry its outputs")
             node = {
                 "k": "dict",
                 "items": [
                     [{"k": "str", "v": "profiled"}, renumbered(profiled)],
-                    [{"k": "str", "v": "unprofiled"}, renumbered(unprofiled)],
                     [
                         {"k": "str", "v": "timed"},
                         {"k": "list", "items": [renumbered(p) for p in self.parts["timed"]]},
@@ -1192,8 +1193,8 @@ def _output_text(result: RunResult) -> str:
 
 
 def _seed_plan(spec: ProgramSpec, seed: int) -> dict[str, Any]:
-    """One seed per call, derived from the grading's secret seed; the unprofiled call
-    uses the secret seed itself. Both sides get the same plan."""
+    """One seed per call, derived from the grading's secret seed; the last profiled
+    step uses the secret seed itself. Both sides get the same plan."""
     rng = random.Random(seed)
 
     def draw(count: int) -> list[int]:
@@ -1202,8 +1203,7 @@ def _seed_plan(spec: ProgramSpec, seed: int) -> dict[str, Any]:
     batches = spec.repeats if spec.signal == "step_time" else 0
     return {
         "warmup": draw(spec.warmup),
-        "profiled": draw(spec.steps),
-        "unprofiled": seed,
+        "profiled": [*draw(spec.steps - 1), seed],
         "timed": [draw(spec.steps) for _ in range(batches)],
     }
 
@@ -1215,10 +1215,10 @@ def _run(
     plan: dict[str, Any],
     nonce: str,
     timeout_s: float,
-    check_cap: int = REPLY_CAP,
+    reply_cap: int = REPLY_CAP,
 ) -> None:
-    """The profiled run (its reply carries the trace), then the unprofiled call, whose
-    reply may take ``check_cap`` bytes."""
+    """The profiled run: its reply carries the trace and every call's outputs, in at
+    most ``reply_cap`` bytes."""
     header = {
         "seeds": {key: plan[key] for key in ("warmup", "profiled")},
         "nonce": nonce,
@@ -1228,7 +1228,7 @@ def _run(
         "cuda": spec.cuda,
     }
     with other.paused():
-        reply = program.ask("run", header, timeout_s, max_bytes=REPLY_CAP)
+        reply = program.ask("run", header, timeout_s, max_bytes=reply_cap)
     if reply is None:
         return
     trace_blob = reply.header.get("trace_blob")
@@ -1238,6 +1238,7 @@ def _run(
     program.measure.trace = bytes(reply.blobs[trace_blob])
     reply.blobs = reply.blobs[:trace_blob]
     program.keep_outputs(reply, "profiled")
+    program.run_outputs_bytes = sum(blob.nbytes for blob in reply.blobs)
     if is_count(reply.header.get("cuda_peak_bytes")):
         program.measure.cuda_peak_bytes = reply.header["cuda_peak_bytes"]
     reads = _host_reads(reply.header.get("host_reads"), spec)
@@ -1245,11 +1246,6 @@ def _run(
         program.measure.fail("garbled", "its runner's report of host reads is malformed")
         return
     program.host_reads = reads
-    with other.paused():
-        checked = program.ask("check", {"seed": plan["unprofiled"]}, timeout_s, check_cap)
-    if checked is not None:
-        program.check_bytes = checked.size
-        program.keep_outputs(checked, "unprofiled")
 
 
 @dataclass
@@ -1640,11 +1636,10 @@ def _measure(
     _run(reference, submission, spec, plan, nonce, timeout_s)
     if not reference.alive:
         return
-    # The submission's unprofiled outputs may take twice the reference's and some room:
-    # a reply is held whole before its outputs are checked.
-    _run(
-        submission, reference, spec, plan, nonce, timeout_s, 2 * reference.check_bytes + REPLY_ROOM
-    )
+    # The submission's outputs may take twice the reference's and some room, its trace
+    # the most a trace may: a reply is held whole before its outputs are checked.
+    cap = 2 * reference.run_outputs_bytes + REPLY_ROOM + MAX_TRACE_BYTES
+    _run(submission, reference, spec, plan, nonce, timeout_s, cap)
     if spec.signal == "step_time" and submission.alive:
         _time(reference, submission, spec, plan, timeout_s)
     reference.assemble()

@@ -20,15 +20,14 @@ Commands, in the order the grader sends them:
    ``record_function("bw_canary#k/<nonce>")``; close the program's window;
    stop the profiler, which writes its Chrome trace to ``TRACE_PATH``, read it
    back, and reply with the trace and the steps' outputs, before any program
-   code runs again.
-3. ``check``: the unprofiled call, on the grading's own seed, whose inputs are
-   made only now; the reply carries its outputs.
-4. ``time`` (step-time tasks, once per timed batch): the batch's inputs, made
+   code runs again. (The last profiled step is on the grading's own seed: no
+   call whose outputs count runs unprofiled.)
+3. ``time`` (step-time tasks, once per timed batch): the batch's inputs, made
    from the seeds in the command (so they do not exist before it), then its
    steps back to back, ``perf_counter`` around each. The grader measures the
    whole command from outside; these figures are only a cross-check. The
    reply carries the batch's outputs.
-5. ``bye``, or the end of the command pipe.
+4. ``bye``, or the end of the command pipe.
 
 Every output leaves the process in the reply of the command that made it:
 nothing the program runs later can change it.
@@ -410,21 +409,6 @@ class Runner:
         result.save(TRACE_FILE)
         return _torchscript_calls(result)
 
-    def check(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
-        """The unprofiled call on the grading's own seed."""
-        blobs: list[memoryview] = []
-        try:
-            self.where = "the unprofiled run's inputs"
-            seed = int(header["seed"])
-            args = self._inputs(seed)
-            self.where = "unprofiled run"
-            out = self._call(seed, args)
-            self.where = "packing the outputs"
-            node = pack_value(out, blobs)
-        except BaseException as exc:
-            return {"raised": describe(exc, self.where)}, []
-        return {"raised": None, "value": node, "violations": changed("at the end")}, blobs
-
     def time_batch(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
         inside: list[float] = []
         outputs: list[Any] = []
@@ -523,7 +507,6 @@ def main() -> None:
     runner = Runner()
     handlers = {
         "run": runner.run,
-        "check": runner.check,
         "time": runner.time_batch,
     }
     read = read_message  # bound here: the program cannot swap the module's name

@@ -89,14 +89,14 @@ object each, so that they are watched Python functions too.
 The hook is on from just before the program's import to the end of the last
 profiled step. Reads are counted apart for the import, each warm-up call and
 each profiled step; a read on any watched thread goes to the call running.
-It is off for the unprofiled call and the timed batches, whose timing must
-stay clean. At each profiled step's end the runner checks that the hook is
-still the process's profile function and the trace function its trace
-function (and puts them back if not: a finding) and that no Python thread
-it does not watch is alive. The hook's own checks never run the program's
-code: code that runs inside a hook gives no events and would be unwatched,
-so owners are checked with ``type()`` (``isinstance`` reads ``__class__``)
-and file names as plain ``str`` (a code object may carry a subclass).
+It is off for the timed batches, whose timing must stay clean. At each
+profiled step's end the runner checks that the hook is still the process's
+profile function and the trace function its trace function (and puts them
+back if not: a finding) and that no Python thread it does not watch is
+alive. The hook's own checks never run the program's code: code that runs
+inside a hook gives no events and would be unwatched, so owners are checked
+with ``type()`` (``isinstance`` reads ``__class__``) and file names as plain
+``str`` (a code object may carry a subclass).
 """
 
 from __future__ import annotations
@@ -374,6 +374,52 @@ C_MEMORY_WRAPPERS = {
     name: _wrap_c_function(name) for name in C_MEMORY_FUNCTIONS if hasattr(torch._C, name)
 }
 
+# Asking whether a profiler records lets a program take a fixed path only while it is
+# profiled. Every call whose outputs the grader compares is profiled, so such a program
+# is graded on the path it shows; it runs otherwise outside the grading all the same,
+# so asking is tampering. The questions: torch's module flag (read through the module,
+# whose class is swapped for one that hands that name, and the module's dict, to a
+# watched function) and the C functions torch answers from (replaced by watched
+# wrappers). A call counts only when the program's own code asks (torch asks for itself
+# too); a question put through torch's own helpers is not seen.
+PROFILER_QUERY = "a question whether the profiler is on"
+_C_PROFILER_ENABLED = torch._C._autograd._profiler_enabled
+_C_PROFILER_TYPE = torch._C._autograd._profiler_type
+_module_attribute = types.ModuleType.__getattribute__
+_FLAG_NAMES = frozenset({"_is_profiler_enabled", "__dict__"})
+
+
+def _profiler_enabled(*args: Any, **kwargs: Any) -> Any:
+    return _C_PROFILER_ENABLED(*args, **kwargs)
+
+
+def _profiler_type(*args: Any, **kwargs: Any) -> Any:
+    return _C_PROFILER_TYPE(*args, **kwargs)
+
+
+def _profiler_flag(module: types.ModuleType, name: str) -> Any:
+    return _module_attribute(module, name)
+
+
+class _ProfilerModule(types.ModuleType):
+    """``torch.autograd.profiler``'s class while the runner lives."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if type(name) is str and name in _FLAG_NAMES:
+            return _profiler_flag(self, name)
+        return _module_attribute(self, name)
+
+
+for _owner in (torch._C._autograd, torch.autograd):
+    for _name, _function in (
+        ("_profiler_enabled", _profiler_enabled),
+        ("_profiler_type", _profiler_type),
+    ):
+        if hasattr(_owner, _name):
+            setattr(_owner, _name, _function)
+del _owner, _name, _function
+torch.autograd.profiler.__class__ = _ProfilerModule
+
 for _name, _wrapper in C_MEMORY_WRAPPERS.items():
     setattr(torch._C, _name, _wrapper)
 # torch.utils.dlpack.to_dlpack is torch._C._to_dlpack, bound when torch was imported.
@@ -554,6 +600,8 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
     ]
     functions += [(f"Tensor.{name}", wrapper) for name, wrapper in WRAPPED.items()]
     functions.append(("Generator.set_state", _generator_set_state))
+    functions += [(PROFILER_QUERY, f) for f in (_profiler_enabled, _profiler_type)]
+    functions.append((PROFILER_QUERY, _profiler_flag))
     functions.append(("Tensor.set_ over a storage", _over_a_storage))
     functions.append(("torch.as_tensor over host memory", _over_host_memory))
     functions += [(f"torch._C.{name}", w) for name, w in C_MEMORY_WRAPPERS.items()]
@@ -592,6 +640,7 @@ TAMPERING = frozenset(
         "threading.setprofile",
         "threading.settrace",
         "the frame.f_trace setter",
+        PROFILER_QUERY,
         "gc.get_objects",
         "gc.get_referrers",
         "gc.get_referents",
@@ -618,6 +667,7 @@ TAMPERING = frozenset(
     }
 )
 
+_getattribute_code = _ProfilerModule.__getattribute__.__code__
 _C_FUNCTIONS = _c_functions()
 _PYTHON_FUNCTIONS = _python_functions()
 
@@ -723,12 +773,15 @@ class Watch:
 
     def _record(self, label: str) -> None:
         if label in TAMPERING:
-            why = (
-                "it runs operators without recording them"
-                if "redispatch" in label or label == OP_DK
-                else "it may blind the runner's watch"
-            )
+            if "redispatch" in label or label == OP_DK:
+                why = "it runs operators without recording them"
+            elif label == PROFILER_QUERY:
+                why = "a program may run otherwise when nobody profiles it"
+            else:
+                why = "it may blind the runner's watch"
             finding = f"the program called {label} ({self.where}): {why}"
+            if label == PROFILER_QUERY:
+                finding = f"the program asked whether the profiler is on ({self.where}): {why}"
             if finding not in self.violations and len(self.violations) < 20:
                 self.violations.append(finding)
             return
@@ -755,7 +808,10 @@ class Watch:
                 if entry is None:
                     return
                 label, caller = entry[0], frame.f_back
-                if label == OP_DK:  # the program's own call only (see OP_DK)
+                if label in (OP_DK, PROFILER_QUERY):
+                    # The program's own call only (see OP_DK, PROFILER_QUERY).
+                    if caller is not None and caller.f_code is _getattribute_code:
+                        caller = caller.f_back
                     if caller is not None and self._programs(caller.f_code):
                         self._record(label)
                     return
