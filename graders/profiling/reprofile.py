@@ -197,7 +197,9 @@ in the JIT's interpreter ``prim::tolist`` reads tensor memory in C++ with no
 profiler gives each call (a TorchScript function's), which no name can fake. Refused on
 purpose though sometimes honest: a tensor made with ``torch.from_numpy`` at
 import or in one call only, a shared buffer being a channel for reads no
-profiler sees (``torch.tensor(array)`` copies and is not refused).
+profiler sees (``torch.tensor(array)`` copies and is not refused; the
+runner makes such tensors over a copy all the same, so that in a launches
+task memory shared with the program cannot carry torch's writes out).
 A program compiled with ``torch.compile`` starts a compiler process, which
 the runner takes for tampering: compiled fixes cannot pass on a CPU host.
 The runner's wrappers of the read
@@ -207,8 +209,12 @@ on torch's C class of functions; the C methods they wrap are still held by the
 runner's module (its globals, the wrappers' closures), and called from C code
 (``map``) such a method gives the hook no event. The host
 reads are reported by the same process: a program that edits the hook's
-records or swaps the hook out and back through the C API (ctypes'
-``pythonapi``), which no Python-level call shows, is not caught. In a launches
+records, reached through the runner's frames (``sys._getframe``, ``f_locals``),
+or swaps the hook out and back through the C API (ctypes' ``pythonapi``), is
+not caught. An attribute set on the runner's or the watch's instance (one
+that shadows the method the hook records with) is a finding: the runner
+checks both by identity after the steps; emptying a dict of counts changes
+no identity. In a launches
 task, a view taken alike in every call counts once per call, however many reads
 go through it (positions made with NumPy are honest there). Not seen at all:
 addresses learnt from ``id()`` / ``_cdata`` and read with ctypes' foreign
@@ -311,6 +317,8 @@ COPY_READS = frozenset(
         "an error raised in C code",
         "Generator.set_state",
         "torch._C._pickle_save",
+        "UntypedStorage._write_file",
+        "UntypedStorage.__getitem__",
     }
 )
 # Calls that make a tensor over host memory (a NumPy array, a buffer): no tensor's memory

@@ -328,6 +328,12 @@ class Runner:
         sys.path.insert(0, str(PROGRAM_ROOT))
         os.chdir(PROGRAM_ROOT)
         self.watch.start(len(warmup), len(profiled))
+        # What the runner and its watch hold, by identity (a tuple: no program code can
+        # change it): an attribute the program sets on either (an instance attribute
+        # shadows a method the hook calls) is a finding. Which call runs, where reads
+        # go and whether the watch is on change as the runner goes, and are left out
+        # (a watch switched off is caught at the step's end: its hook is gone).
+        held = (_state(self), _state(self.watch))
         try:
             # Everything the program does from its import to its last step counts,
             # wherever it falls: work moved to the import or between the steps too.
@@ -338,6 +344,10 @@ class Runner:
         if not _autograd_profiler._is_profiler_enabled:
             violations.append("the profiler was marked disabled during the profiled steps")
         violations += changed("after the profiled steps")
+        for owner, before, free in zip(
+            (self, self.watch), held, (_RUNNER_FREE, _WATCH_FREE), strict=True
+        ):
+            violations += _instance_changes(owner, before, free)
         others = set(_current_frames()) - {_main_ident}
         if others:
             violations.append(
@@ -429,6 +439,34 @@ class Runner:
         except BaseException as exc:
             return {"raised": describe(exc, self.where), "inside_s": inside}, []
         return {"raised": None, "inside_s": inside, "value": node}, blobs
+
+
+_RUNNER_FREE = frozenset({"where", "entry"})
+_WATCH_FREE = frozenset({"where", "counts", "active"})  # active: off once stopped
+
+
+def _state(owner: Any) -> tuple[tuple[str, Any], ...]:
+    return tuple(vars(owner).items())
+
+
+def _instance_changes(
+    owner: Any, before: tuple[tuple[str, Any], ...], free: frozenset[str]
+) -> list[str]:
+    """A finding for each attribute of the runner's own objects added, removed or
+    rebound since ``before``, other than those in ``free``."""
+    try:
+        now = dict(vars(owner))
+    except BaseException:  # a hostile __dict__ may raise anything
+        return [f"the runner's {type(owner).__name__} cannot be read back"]
+    was = dict(before)
+    names = sorted((set(now) | set(was)) - free)
+    moved = [
+        name for name in names if name not in now or name not in was or now[name] is not was[name]
+    ]
+    return [
+        f"the runner's {type(owner).__name__}.{name} was changed on the instance"
+        for name in moved[:5]
+    ]
 
 
 def _foreign_function_modes() -> int:

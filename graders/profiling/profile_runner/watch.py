@@ -37,25 +37,42 @@ What is recorded, under a label, whenever the *caller* is the program's code:
   the frame it was raised into, whoever handles it: counted as a read that
   copies, under ``ERROR_FROM_C``; ``frame.f_trace`` is a property whose
   setter only reports the attempt, so no frame can be unhooked;
-- ``Tensor.set_`` given a storage (through ``_over_a_storage``): the tensor's
-  bytes are then within reach of the storage's own C methods; a view;
-- ``Generator.set_state`` (a Python wrapper on the C class): a CPU generator's
-  state is read from a tensor's memory in C++ and its seed handed back as an
-  int, eight bytes of any tensor; counted as a read that copies;
+- ``Tensor.set_`` given a storage (through ``_over_a_storage``), as a method
+  or as ``torch.ops.aten.set_``: the tensor's bytes are then within reach of
+  the storage's own C methods; a view. Those methods are watched too:
+  ``_write_file`` and ``UntypedStorage.__getitem__`` copy; the C base's
+  methods that hand out its memory or address (``_share_fd_cpu_``,
+  ``_share_filename_cpu_``, ``data_ptr``, ``_new_using_fd_cpu``,
+  ``from_file``, ...: ``STORAGE_METHODS``, ``STORAGE_CLASS_METHODS``) are
+  views, each a Python wrapper on the C class;
+- ``torch.from_numpy``, ``torch.frombuffer`` and ``torch.as_tensor`` over host
+  memory (Python wrappers): the tensor is made over a copy of the memory, so
+  the program holds nothing that shares it; ``torch.from_file`` (a wrapper
+  too) maps a file, a view;
+- ``Generator.set_state`` and ``Generator.__setstate__`` (Python wrappers on
+  the C class): a CPU generator's state is read from a tensor's memory in C++
+  and its seed handed back as an int, eight bytes of any tensor; counted as a
+  read that copies; so is an error a finalizer raised that reached
+  ``sys.unraisablehook`` (seen by the runner's audit hook);
 - calls that could blind the hook or leave the process: ``sys.setprofile``,
   ``sys.settrace``, ``sys.getprofile``, ``sys.gettrace``,
   ``threading.setprofile`` / ``settrace``, ``gc.get_objects`` /
   ``get_referrers`` / ``get_referents``, ``os.fork`` and the other ways of
   starting a process, and the dispatcher's redispatch (``OpOverload.redispatch``,
   ``redispatch_boxed``) and an overload's ``_op_dk`` (a watched wrapper on
-  every overload; only the program's own calls count), which run an operator
-  without recording it. These
-  are tampering findings wherever they happen while the hook is on.
+  every overload, and on the raw handle ``torch._C._get_operation_overload``
+  hands out; only the program's own calls count), which run an operator
+  without recording it; ``torch.save`` given a pickle module other than the
+  standard one; a question whether the profiler is on, from the program's own
+  code (``PROFILER_QUERY``). These are tampering findings wherever they
+  happen while the hook is on.
 
 ``torch.autograd._enable_record_function`` (the same switch in
 ``torch._C._autograd``), which turns recording off for a thread while the
 profiler's session goes on, is replaced by a function that only reports the
-attempt.
+attempt; so are the JIT's graph passes, TorchScript's module serializer and
+the operators only the JIT's interpreter knows (``aten::_tensor_to_list``),
+which read tensor memory in C++ with no event.
 
 "The program's code" is every frame whose code is not torch's own or this
 runner's: the program's files, but also NumPy, the standard library and code
@@ -108,6 +125,7 @@ import ctypes
 import dis
 import gc
 import os
+import pickle as _pickle
 import sys
 import threading
 import types
@@ -115,6 +133,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as _np
 import torch
 
 _setprofile = sys.setprofile
@@ -267,13 +286,104 @@ for _name, _wrapper in {**WRAPPED, **PASSED_ON}.items():
     _wrapper.__doc__ = getattr(_TensorBase, _name).__doc__
     setattr(_Tensor, _name, _wrapper)
     _set_on_immutable(_TensorBase, _name, _wrapper)
-for _cls, _name in [(torch._C.Graph, "insertConstant")] + [
-    (torch._C.Node, name) for name in ("t_", "ts_", "ival_")
-]:
+# A TorchScript module's serializer copies its tensors' bytes into an archive in C++.
+_SCRIPT_SAVES = ("save", "save_to_buffer", "_save_for_mobile", "_save_to_buffer_for_mobile")
+for _cls, _name in (
+    [(torch._C.Graph, "insertConstant")]
+    + [(torch._C.Node, name) for name in ("t_", "ts_", "ival_")]
+    + [(torch._C.ScriptModule, name) for name in _SCRIPT_SAVES]
+):
     _set_on_immutable(_cls, _name, _refused(f"torch._C.{_cls.__name__}.{_name}"))
 del _cls
 _generator_set_state.__doc__ = _C_SET_STATE.__doc__
 _set_on_immutable(torch._C.Generator, "set_state", _generator_set_state)
+# The generator's pickling hook calls the C set_state past that attribute.
+_C_GENERATOR_SETSTATE = torch._C.Generator.__setstate__
+
+
+def _generator_setstate(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_GENERATOR_SETSTATE(self, *args, **kwargs)
+
+
+_set_on_immutable(torch._C.Generator, "__setstate__", _generator_setstate)
+
+# A storage's bytes reach Python through its own methods, whatever tensor is over it
+# (one put there with set_, the legacy constructors, ``Tensor.new``): ``_write_file``
+# copies them into a file object, indexing hands out one byte; ``_share_filename_cpu_``
+# and ``_share_fd_cpu_`` move them into shared memory a file can read. Watched: the
+# first two copy, the last two are views.
+_C_WRITE_FILE = torch._C.StorageBase._write_file  # type: ignore[attr-defined]
+
+
+def _storage_write_file(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_WRITE_FILE(self, *args, **kwargs)
+
+
+_set_on_immutable(torch._C.StorageBase, "_write_file", _storage_write_file)
+STORAGE_READS = {
+    "UntypedStorage._write_file": _storage_write_file,
+    "UntypedStorage.__getitem__": torch.storage.UntypedStorage.__getitem__,
+    "UntypedStorage._share_filename_cpu_": torch.storage.UntypedStorage._share_filename_cpu_,
+    "UntypedStorage._share_fd_cpu_": torch.storage.UntypedStorage._share_fd_cpu_,
+}
+# The storage's C methods that hand out its memory or its address (shared memory a file
+# descriptor or a file name reaches, an address, a storage made over a file or over an
+# address), as methods and as class methods of the C base: each a Python wrapper with a
+# code object of its own, so that a call made from C still starts one the hook sees.
+# All views.
+STORAGE_METHODS = (
+    "_share_fd_cpu_",
+    "_share_filename_cpu_",
+    "_share_cuda_",
+    "_get_shared_fd",
+    "_get_filename",
+    "data_ptr",
+    "_resize_with_addr_",
+    "_swap_data_ptr_",
+)
+STORAGE_CLASS_METHODS = (
+    "_new_shared_fd_cpu",
+    "_new_shared_filename_cpu",
+    "_new_using_fd_cpu",
+    "_new_using_filename_cpu",
+    "_new_with_file",
+    "_new_shared_cuda",
+    "from_buffer",
+    "from_file",
+)
+_STORAGE_ORIGINALS = {
+    name: torch._C.StorageBase.__dict__[name]
+    for name in STORAGE_METHODS + STORAGE_CLASS_METHODS
+    if name in torch._C.StorageBase.__dict__
+}
+
+
+def _storage_wrapper(name: str) -> Any:
+    original = _STORAGE_ORIGINALS[name]
+    if name in STORAGE_CLASS_METHODS:
+
+        def wrapper(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            return original.__get__(None, cls)(*args, **kwargs)
+
+    else:
+
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            return original(self, *args, **kwargs)
+
+    code = wrapper.__code__.replace(co_name=name, co_qualname=f"StorageBase.{name}")
+    watched = types.FunctionType(code, wrapper.__globals__, name, None, wrapper.__closure__)
+    watched.__doc__ = original.__doc__
+    return watched
+
+
+for _name in _STORAGE_ORIGINALS:
+    _wrapper = _storage_wrapper(_name)
+    STORAGE_READS[f"UntypedStorage.{_name}"] = _wrapper
+    _set_on_immutable(
+        torch._C.StorageBase,
+        _name,
+        classmethod(_wrapper) if _name in STORAGE_CLASS_METHODS else _wrapper,
+    )
 
 # torch.as_tensor and torch.asarray make a tensor over a NumPy array's memory without
 # copying (over Python numbers and lists they copy): a channel for reads no profiler
@@ -291,8 +401,60 @@ def _shares_memory(data: Any) -> bool:
 
 def _over_host_memory(as_array: bool, data: Any, args: Any, kwargs: Any) -> Any:
     """Takes no function: handed one (reachable through ``sys.modules``), it would call
-    ``Tensor.tolist`` with its own frame below, and the read would count as this one."""
-    return (_C_ASARRAY if as_array else _C_AS_TENSOR)(data, *args, **kwargs)
+    ``Tensor.tolist`` with its own frame below, and the read would count as this one.
+    The tensor is made over a copy (see ``_host_copy``)."""
+    return (_C_ASARRAY if as_array else _C_AS_TENSOR)(_host_copy(data), *args, **kwargs)
+
+
+def _host_copy(data: Any) -> Any:
+    """A copy of host memory, made with NumPy (no operator). A tensor made over the
+    program's own memory would let it read what torch later writes there
+    (``torch.from_numpy(np.empty(n)).copy_(t)``, then NumPy on the array) with no
+    read a hook sees; over a copy, the program holds nothing that shares it."""
+    if isinstance(data, _np.ndarray) or any(
+        hasattr(data, name) for name in ("__array_interface__", "__array__")
+    ):
+        return _np.array(data, copy=True)
+    if hasattr(data, "__dlpack__"):
+        return _np.from_dlpack(data).copy()
+    try:
+        return bytearray(memoryview(data))  # a buffer (frombuffer)
+    except TypeError:
+        return data  # not memory: the C function says why
+
+
+# torch.from_numpy and torch.frombuffer likewise: Python functions (a call made from C,
+# ``map(torch.frombuffer, ...)``, starts one the hook sees), over a copy.
+_C_FROM_NUMPY = torch._C._VariableFunctions.from_numpy
+_C_FROMBUFFER = torch._C._VariableFunctions.frombuffer
+
+
+def _from_numpy(ndarray: Any) -> Any:
+    return _C_FROM_NUMPY(_host_copy(ndarray))
+
+
+def _frombuffer(buffer: Any, *args: Any, **kwargs: Any) -> Any:
+    return _C_FROMBUFFER(_host_copy(buffer), *args, **kwargs)
+
+
+# torch.from_file maps a file (shared with the program, which can read it): a view, not
+# copied, but a Python function too.
+_C_FROM_FILE = torch._C._VariableFunctions.from_file
+
+
+def _from_file(*args: Any, **kwargs: Any) -> Any:
+    return _C_FROM_FILE(*args, **kwargs)
+
+
+_HOST_WRAPPERS: dict[str, Any] = {
+    "from_numpy": _from_numpy,
+    "frombuffer": _frombuffer,
+    "from_file": _from_file,
+}
+for _name, _wrapper in _HOST_WRAPPERS.items():
+    _wrapper.__doc__ = getattr(torch, _name).__doc__
+    setattr(torch, _name, _wrapper)
+    _set_on_immutable(type(torch._C._VariableFunctions), _name, staticmethod(_wrapper))
 
 
 def _as_tensor(data: Any, *args: Any, **kwargs: Any) -> Any:
@@ -374,6 +536,77 @@ C_MEMORY_WRAPPERS = {
     name: _wrap_c_function(name) for name in C_MEMORY_FUNCTIONS if hasattr(torch._C, name)
 }
 
+# How ``torch.ops`` finds an operator: ``_jit_get_operation`` (a name's callable, for the
+# packet) and ``_get_operation_overload`` (an overload's callable and its raw ``_op_dk``
+# handle). Both are wrapped:
+# - the raw handle gets the watched ``_op_dk`` wrapper, as every overload's does;
+# - ``aten::set_`` goes through ``_set_operator``, as ``Tensor.set_`` does;
+# - an operator only the JIT's interpreter knows (no dispatcher schema:
+#   ``aten::_tensor_to_list``, ``prim::*``) is refused. It runs with no RecordFunction,
+#   so no event, and some read tensor memory in C++ (``_tensor_to_list`` copies the
+#   values into a list); with TorchScript off a program has no use for them.
+_C_JIT_GET_OPERATION = torch._C._jit_get_operation
+_C_GET_OPERATION_OVERLOAD = torch._C._get_operation_overload
+_all_op_names = torch._C._dispatch_get_all_op_names
+_DISPATCHER_OPS: set[str] = set()
+
+
+def _known_to_the_dispatcher(qualname: str) -> bool:
+    if qualname not in _DISPATCHER_OPS:  # an operator registered since: look again
+        _DISPATCHER_OPS.update(name.partition(".")[0] for name in _all_op_names())
+    return qualname in _DISPATCHER_OPS
+
+
+def _set_operator(op: Any) -> Any:
+    """``torch.ops.aten.set_`` (the packet or an overload): over a storage, through
+    ``_over_a_storage`` (watched); otherwise the operator itself."""
+
+    def set_operator(*args: Any, **kwargs: Any) -> Any:
+        rest = dict(kwargs)
+        tensor = args[0] if args else rest.pop("self", None)
+        more = args[1:]
+        source = more[0] if more else rest.get("source")
+        if issubclass(type(source), _STORAGE_TYPES):
+            return _over_a_storage(tensor, more, rest)
+        return op(*args, **kwargs)
+
+    return set_operator
+
+
+def _jit_get_operation(qualname: Any, *args: Any, **kwargs: Any) -> Any:
+    found = _C_JIT_GET_OPERATION(qualname, *args, **kwargs)
+    name = str.__str__(qualname)  # a str, or the C function had refused it
+    if type(found) is not tuple or not found or found[0] is None:  # no such operator
+        return found
+    if not _known_to_the_dispatcher(name):
+        return (_refused(f"the JIT-only operator {name}"), *found[1:])
+    if name == "aten::set_":
+        return (_set_operator(found[0]), *found[1:])
+    return found
+
+
+def _get_operation_overload(qualname: Any, *args: Any, **kwargs: Any) -> Any:
+    found = _C_GET_OPERATION_OVERLOAD(qualname, *args, **kwargs)
+    if type(found) is not tuple or len(found) < 2 or found[0] is None:
+        return found
+    name = str.__str__(qualname)
+    if not _known_to_the_dispatcher(name):
+        refused = _refused(f"the JIT-only operator {name}")
+        return (refused, refused, *found[2:])
+    op = _set_operator(found[0]) if name == "aten::set_" else found[0]
+    return (op, _watched_op_dk(found[1]), *found[2:])
+
+
+torch._C._jit_get_operation = _jit_get_operation  # type: ignore[assignment]
+torch._C._get_operation_overload = _get_operation_overload  # type: ignore[assignment]
+_PASSING |= {id(_set_operator(None).__code__)}
+# set_'s packet and overloads made before now (torch makes some at import) likewise.
+_set_packet = torch.ops.aten.set_
+for _overload in [_set_packet, *(getattr(_set_packet, n) for n in _set_packet.overloads())]:
+    if not isinstance(_overload._op, types.FunctionType):
+        _overload._op = _set_operator(_overload._op)
+del _set_packet, _overload
+
 # Asking whether a profiler records lets a program take a fixed path only while it is
 # profiled. Every call whose outputs the grader compares is profiled, so such a program
 # is graded on the path it shows; it runs otherwise outside the grading all the same,
@@ -383,6 +616,16 @@ C_MEMORY_WRAPPERS = {
 # wrappers). A call counts only when the program's own code asks (torch asks for itself
 # too); a question put through torch's own helpers is not seen.
 PROFILER_QUERY = "a question whether the profiler is on"
+# torch.save given a pickle module of the program's: its pickler runs inside torch.save,
+# a watched function whose nested reads count as the save's one (C callables the
+# program hands it, ``staticmethod(list)`` over a map of ``Tensor.tolist``, read with
+# the save's frame nearest). The standard pickle module is the only one let through.
+FOREIGN_PICKLER = "torch.save with a pickle module of its own"
+_SAVE_CODES = frozenset(
+    id(getattr(torch.serialization, name).__code__)
+    for name in ("save", "_save", "_legacy_save")
+    if hasattr(torch.serialization, name)
+)
 _C_PROFILER_ENABLED = torch._C._autograd._profiler_enabled
 _C_PROFILER_TYPE = torch._C._autograd._profiler_type
 _module_attribute = types.ModuleType.__getattribute__
@@ -550,11 +793,15 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
         if descriptor is not None:
             found[name].append((f"Tensor.{name}", _method(descriptor)))
     functions: list[tuple[str, Any]] = [
-        ("torch.from_numpy", torch.from_numpy),
-        ("torch.frombuffer", torch.frombuffer),
-        ("torch.from_file", torch.from_file),
-        ("UntypedStorage.from_file", torch.UntypedStorage.from_file),
-        ("UntypedStorage.from_buffer", torch.UntypedStorage.from_buffer),
+        ("torch.from_numpy", _C_FROM_NUMPY),
+        ("torch.frombuffer", _C_FROMBUFFER),
+        ("torch.from_file", _C_FROM_FILE),
+        # The C originals the wrappers call, bound as torch.UntypedStorage's.
+        *(
+            (f"UntypedStorage.{name}", _STORAGE_ORIGINALS[name].__get__(None, torch.UntypedStorage))
+            for name in ("from_file", "from_buffer")
+            if name in _STORAGE_ORIGINALS
+        ),
         ("sys.setprofile", sys.setprofile),
         ("sys.settrace", sys.settrace),
         ("sys.getprofile", sys.getprofile),
@@ -574,7 +821,7 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
     for label, function in functions:
         if function is not None:
             found[function.__name__].append((label, _same(function)))
-    storage_data_ptr = torch._C.StorageBase.__dict__.get("data_ptr")
+    storage_data_ptr = _STORAGE_ORIGINALS.get("data_ptr")
     if storage_data_ptr is not None:
         storage_check = _method(storage_data_ptr, torch._C.StorageBase)
         found["data_ptr"].append(("UntypedStorage.data_ptr", storage_check))
@@ -600,6 +847,10 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
     ]
     functions += [(f"Tensor.{name}", wrapper) for name, wrapper in WRAPPED.items()]
     functions.append(("Generator.set_state", _generator_set_state))
+    functions.append(("Generator.set_state", _generator_setstate))
+    functions += [("torch.from_numpy", _from_numpy), ("torch.frombuffer", _frombuffer)]
+    functions.append(("torch.from_file", _from_file))
+    functions += list(STORAGE_READS.items())
     functions += [(PROFILER_QUERY, f) for f in (_profiler_enabled, _profiler_type)]
     functions.append((PROFILER_QUERY, _profiler_flag))
     functions.append(("Tensor.set_ over a storage", _over_a_storage))
@@ -641,6 +892,7 @@ TAMPERING = frozenset(
         "threading.settrace",
         "the frame.f_trace setter",
         PROFILER_QUERY,
+        FOREIGN_PICKLER,
         "gc.get_objects",
         "gc.get_referrers",
         "gc.get_referents",
@@ -808,6 +1060,10 @@ class Watch:
                 if entry is None:
                     return
                 label, caller = entry[0], frame.f_back
+                if id(frame.f_code) in _SAVE_CODES:
+                    chosen = frame.f_locals.get("pickle_module", _pickle)
+                    if chosen is not _pickle:
+                        self._record(FOREIGN_PICKLER)
                 if label in (OP_DK, PROFILER_QUERY):
                     # The program's own call only (see OP_DK, PROFILER_QUERY).
                     if caller is not None and caller.f_code is _getattribute_code:
@@ -817,7 +1073,7 @@ class Watch:
                     return
             else:
                 return
-            if self._for_the_program(caller):
+            if self._for_the_program(caller, copies=label in _COPIES):
                 self._record(label)
 
         return hook
@@ -863,22 +1119,32 @@ class Watch:
 
         return tracer
 
-    def _for_the_program(self, frame: types.FrameType | None) -> bool:
+    def _for_the_program(self, frame: types.FrameType | None, copies: bool = False) -> bool:
         """Whether a read was made on the program's behalf: the nearest frame below it
         that is not torch's is the program's. Torch's Python code calling a read for the
         program (``tree_map`` handed ``Tensor.tolist``, ``torch._numpy``'s ``tolist``)
-        counts; a read made inside another watched function (``Tensor.__array__``
-        calling ``numpy``) is that one's, counted once. The nearest such frame may be
+        counts; a view taken inside another watched function (``Tensor.__array__``
+        calling ``numpy``) is that one's, counted once, and so is a watched function's
+        call of its own C method; a copy (``copies``) made deeper inside one counts on
+        its own, for the frame the search goes on to find. The nearest frame may be
         the runner's: its own reads (``readers``) are not the program's, but any other
         runner frame can only be below a read that C code made for the program (a
         finalizer of the program's, run as a call's frame is released; a chain of C
         callables started from a torch frame), and that read counts."""
         python_functions = _PYTHON_FUNCTIONS
+        nearest = frame
         while frame is not None:
             code = frame.f_code
             if id(code) in python_functions:
-                return False
+                # A watched function's own call (a wrapper calling its C method) is
+                # that one's; a copy deeper down counts on its own (see _COPIES).
+                if not copies or frame is nearest:
+                    return False
+                frame = frame.f_back
+                continue
             if self._programs(code):
+                return True
+            if id(code) in _THREAD_ENTRY:  # a thread of the program's, C callables first
                 return True
             if _filename(code).startswith(RUNNER_ROOTS) and id(code) not in _PASSING:
                 # One of the runner's reading functions reads for the program when the
@@ -895,6 +1161,7 @@ class Watch:
         audited calls, such as the open of the trace), and records the events of
         ``AUDITED`` that the program's code raises while the watch is on."""
         audited, getframe = AUDITED, sys._getframe
+        carries = _carries_a_value
         busy = [False]
 
         def audit(event: str, _args: Any) -> None:
@@ -902,6 +1169,15 @@ class Watch:
                 if len(REFUSED) < 20:
                     REFUSED.append("sys.addaudithook")
                 raise RuntimeError("the profile runner refuses audit hooks")
+            if event == "sys.unraisablehook":
+                # An error a finalizer raised, handed to sys.unraisablehook (whoever's)
+                # without ever entering a frame: it counts as the trace function counts
+                # one raised into a frame. The runner's own code raises none.
+                if self.active:
+                    error = _args[1].exc_value
+                    if error is not None and carries(type(error), error):
+                        self._record(ERROR_FROM_C)
+                return
             label = audited.get(event)
             if label is None or not self.active or busy[0]:
                 return
@@ -989,11 +1265,12 @@ class Watch:
         threading._start_new_thread = _start_new_thread  # type: ignore[attr-defined]
         _thread.start_new = _start_new_thread  # type: ignore[attr-defined]
         for label in dict.fromkeys(REFUSED):
-            why = (
-                "its code would run inside the runner's own calls"
-                if label == "sys.addaudithook"
-                else "operators would run without being recorded"
-            )
+            if label == "sys.addaudithook":
+                why = "its code would run inside the runner's own calls"
+            elif label.endswith("_enable_record_function"):
+                why = "operators would run without being recorded"
+            else:
+                why = "it reads or runs in C++ where no trace or hook looks"
             self.violations.append(f"the program called {label}: {why}")
         _thread.start_new_thread = _start_new_thread
 
@@ -1005,3 +1282,41 @@ class Watch:
             "steps": [dict(counts) for counts in self.steps],
             "unwatched_steps": list(self.unwatched_steps),
         }
+
+
+# The labels of reads that copy values out (each is one host read; the grader's
+# ``COPY_READS`` names the same). A copy made inside another watched function counts on
+# its own, for whoever the search below both finds: a watched function of torch's can
+# run callables the program handed it (``Tensor.__reduce_ex__`` calls an instance's
+# ``__getstate__``; a ``partial`` of ``list`` over ``map(Tensor.tolist, ...)`` read
+# with that frame nearest). A view inside another (``__array__`` calling ``numpy``)
+# stays that one's.
+_COPIES = frozenset(
+    {
+        "Tensor.tolist",
+        "Tensor.__reduce_ex__",
+        "torch.save",
+        "Generator.set_state",
+        "torch._C._pickle_save",
+        "UntypedStorage._write_file",
+        "UntypedStorage.__getitem__",
+    }
+)
+
+
+def _nested_code(code: types.CodeType, name: str) -> types.CodeType:
+    pending = [code]
+    while pending:
+        item = pending.pop()
+        if item.co_name == name:
+            return item
+        pending += [c for c in item.co_consts if isinstance(c, types.CodeType)]
+    raise LookupError(name)
+
+
+# The first frame of every thread the program starts (``Watch._start_new_thread``'s
+# ``watched``): a read with it nearest was made by the thread's C callables, for the
+# program (the runner starts no thread while the watch is on).
+# A frozenset, not an int: the runner checks its names' values by identity, but not
+# those of numbers and strings.
+_THREAD_ENTRY = frozenset({id(_nested_code(Watch._start_new_thread.__code__, "watched"))})
