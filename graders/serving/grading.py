@@ -33,7 +33,11 @@
    interpolates the attainment linearly between the two. The score is the
    submission's estimate over the reference's, its interval the ratio of the
    two brackets, significant when the brackets do not overlap. Every rate's
-   figures are kept (``Side.points``) for the chart.
+   figures are kept (``Side.points``) for the chart. Once the submission's
+   verdict is settled as an error (its engine died, or a run failed more than
+   1 % of its requests), the climb ends after the rate being measured: the
+   reference's rest of the ladder could not change the verdict, and
+   measuring it took minutes. ``ServingResult.stopped`` says so.
 
 Verdicts: ``accepted`` when the submission's engine served the workload with
 at most 1 % of requests failed and its median SLO attainment reaches the
@@ -154,6 +158,7 @@ class ServingResult:
     rate_ratio_ci: tuple[float, float] | None = None
     significant: bool = False
     attainment: float | None = None  # the submission's median
+    stopped: str = ""  # max_rate: why the climb ended before the ladder's top, if it did
     phases_s: dict[str, float] = field(default_factory=dict)
     semantics: dict[str, str] = field(default_factory=lambda: dict(METRIC_SEMANTICS))
 
@@ -290,7 +295,7 @@ def grade_serving(
         for side in (reference, submission)
     ]
     try:
-        _measure(spec, engines, (reference, submission), phases, gpus)
+        _measure(spec, engines, result, gpus)
     except EngineError as exc:
         result.verdict, result.reason = Verdict.INTERNAL_ERROR.value, str(exc)
         return result
@@ -308,11 +313,11 @@ def grade_serving(
 def _measure(
     spec: ServingSpec,
     engines: list[Engine],
-    sides: tuple[Side, Side],
-    phases: dict[str, float],
+    result: ServingResult,
     gpus: tuple[int, ...] = (),
 ) -> None:
     workload = spec.workload
+    sides, phases = (result.reference, result.submission), result.phases_s
     began = time.monotonic()
     for engine in engines:
         engine.open()
@@ -362,7 +367,20 @@ def _measure(
                     climbing[index] = side.points[-1].sustained
             if not any(climbing):
                 break
+            stopped = _settled(sides[1])
+            if stopped and rung + 1 < len(spec.rates):
+                result.stopped = f"the climb ended at {number_text(rate)} requests/s: {stopped}"
+                break
     phases["workload"] = round(time.monotonic() - began, 3)
+
+
+def _settled(submission: Side) -> str:
+    """Why the submission's verdict can no longer change (an error), or ''."""
+    if submission.error_kind:
+        return "the submission's engine failed"
+    if any(run.failed_share > MAX_FAILED_SHARE for run in submission.runs):
+        return "the submission failed more than 1% of a run's requests"
+    return ""
 
 
 def _one_run(
@@ -475,7 +493,7 @@ def _decide(result: ServingResult, spec: ServingSpec) -> ServingResult:
             "memory": Verdict.MEMORY_LIMIT_EXCEEDED,
             "timeout": Verdict.TIME_LIMIT_EXCEEDED,
         }.get(submission.error_kind, Verdict.RUNTIME_ERROR)
-        result.verdict, result.reason = verdict.value, submission.error
+        result.verdict, result.reason = verdict.value, _with_stop(submission.error, result)
         return result
     failed = max((run.failed_share for run in submission.runs), default=1.0)
     if spec.objective == "max_rate":
@@ -492,9 +510,10 @@ def _decide(result: ServingResult, spec: ServingSpec) -> ServingResult:
     if failed > MAX_FAILED_SHARE:
         submission.error_kind = "failed_requests"
         result.verdict = Verdict.RUNTIME_ERROR.value
-        result.reason = (
+        result.reason = _with_stop(
             f"the engine failed {failed:.1%} of the requests of a run (at most "
-            f"{MAX_FAILED_SHARE:.0%} allowed): it rejects or drops part of the workload"
+            f"{MAX_FAILED_SHARE:.0%} allowed): it rejects or drops part of the workload",
+            result,
         )
         return result
     attainment = result.attainment or 0.0
@@ -585,6 +604,10 @@ def _decide_rates(result: ServingResult, spec: ServingSpec) -> ServingResult:
         f"SLOs; {ratio}"
     )
     return result
+
+
+def _with_stop(reason: str, result: ServingResult) -> str:
+    return f"{reason} ({result.stopped})" if result.stopped else reason
 
 
 def _task_error(result: ServingResult, reason: str) -> ServingResult:

@@ -46,6 +46,7 @@ PUBLIC_RESULT_KEYS = (
     "config_errors",
     "phases_s",
     "semantics",
+    "stopped",
 )
 PUBLIC_SIDE_KEYS = (
     "engine",
@@ -305,6 +306,8 @@ class ServingKind(TaskKind):
         ]
         if name == "rate":
             lines.insert(1, f"max rate:    {values['max_rate']} requests/s within the SLOs")
+        if serving.get("stopped"):
+            lines.append(f"stopped:     {serving['stopped']}")
         errors = serving.get("config_errors") or []
         lines += [f"config:      {error}" for error in errors[:10]]
         return lines

@@ -33,6 +33,9 @@ def test_a_catalog_serving_task_validates(folder: Path, model_dir: Path) -> None
     assert all(reasons.values()), reasons
     if folder.name == "serve-shared-prefix":
         assert "failed 100.0% of the requests" in reasons["bad/short-context.toml"], reasons
+        # Its climb ended at the first rate: the reference's rest of the ladder could not
+        # change the verdict.
+        assert "the climb ended at 4 requests/s" in reasons["bad/short-context.toml"], reasons
 
 
 def test_the_catalog_holds_serving_tasks() -> None:
