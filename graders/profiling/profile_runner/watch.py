@@ -358,6 +358,15 @@ _STORAGE_ORIGINALS = {
 }
 
 
+def _own_code(wrapper: Any, name: str, qualname: str, doc: str | None) -> Any:
+    """``wrapper`` with a code object of its own, named ``qualname``: the hook labels a
+    call by its code, so wrappers made from one function need one each."""
+    code = wrapper.__code__.replace(co_name=name, co_qualname=qualname)
+    watched = types.FunctionType(code, wrapper.__globals__, name, None, wrapper.__closure__)
+    watched.__doc__ = doc
+    return watched
+
+
 def _storage_wrapper(name: str) -> Any:
     original = _STORAGE_ORIGINALS[name]
     if name in STORAGE_CLASS_METHODS:
@@ -370,10 +379,7 @@ def _storage_wrapper(name: str) -> Any:
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
             return original(self, *args, **kwargs)
 
-    code = wrapper.__code__.replace(co_name=name, co_qualname=f"StorageBase.{name}")
-    watched = types.FunctionType(code, wrapper.__globals__, name, None, wrapper.__closure__)
-    watched.__doc__ = original.__doc__
-    return watched
+    return _own_code(wrapper, name, f"StorageBase.{name}", original.__doc__)
 
 
 for _name in _STORAGE_ORIGINALS:
@@ -498,10 +504,7 @@ def _wrap_c_function(name: str) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
 
-    code = wrapper.__code__.replace(co_name=name, co_qualname=f"torch._C.{name}")
-    watched = types.FunctionType(code, wrapper.__globals__, name, None, wrapper.__closure__)
-    watched.__doc__ = function.__doc__
-    return watched
+    return _own_code(wrapper, name, f"torch._C.{name}", function.__doc__)
 
 
 # An operator overload's ``_op_dk`` (the dispatcher's call for one dispatch key) runs a
