@@ -17,10 +17,33 @@ from urllib.parse import unquote, urlparse
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("BENCHWRIGHT_VAR_DIR", BASE_DIR / "var"))
-
 ENVIRONMENT = os.environ.get("BENCHWRIGHT_ENV", "development")
 PRODUCTION = ENVIRONMENT == "production"
+
+# The test suite runs in several processes at once (pytest-xdist names each one
+# gw0, gw1, ...). Each process, and every process it starts (they inherit the
+# variable), gets a var folder and Redis databases of its own, so no two share a
+# queue, a throttle counter or a stored file. pytest-django gives each its own
+# test database.
+TEST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "") if ENVIRONMENT == "test" else ""
+TEST_WORKER_INDEX = int(TEST_WORKER.removeprefix("gw") or 0)
+
+VAR_DIR = Path(
+    os.environ.get("BENCHWRIGHT_VAR_DIR")
+    or (BASE_DIR / "var" / f"test-{TEST_WORKER}" if TEST_WORKER else BASE_DIR / "var")
+)
+
+
+def redis_for_test_worker(url: str, offset: int = 0) -> str:
+    """``url``'s Redis database moved down by two per test process, then by ``offset``:
+    the suite's base database (14) gives gw0 14 and 13, gw1 12 and 11."""
+    parsed = urlparse(url)
+    if parsed.scheme != "redis" or not (TEST_WORKER_INDEX or offset):
+        return url
+    db = int(parsed.path.lstrip("/") or 0) - 2 * TEST_WORKER_INDEX - offset
+    if db < 0:
+        raise ImproperlyConfigured(f"too many test processes for the Redis databases of {url}")
+    return parsed._replace(path=f"/{db}").geturl()
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -174,9 +197,9 @@ SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION
 
 # Celery. The broker only carries work; PostgreSQL is the source of truth.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
-CELERY_RESULT_BACKEND = os.environ.get(
-    "CELERY_RESULT_BACKEND", f"file://{VAR_DIR / 'celery-results'}"
+CELERY_BROKER_URL = redis_for_test_worker(os.environ.get("CELERY_BROKER_URL", "filesystem://"))
+CELERY_RESULT_BACKEND = redis_for_test_worker(
+    os.environ.get("CELERY_RESULT_BACKEND", f"file://{VAR_DIR / 'celery-results'}")
 )
 if CELERY_RESULT_BACKEND.startswith("file://"):
     Path(CELERY_RESULT_BACKEND.removeprefix("file://")).mkdir(parents=True, exist_ok=True)

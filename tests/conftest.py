@@ -68,7 +68,8 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     # The tests' own task kind (tests/graders/text_answer.py), registered on the worker
     # the way a deployment adds one; in this process the ``text_answer`` fixture does.
     env["BENCHWRIGHT_TASK_KINDS"] = "text-answer=tests.graders.text_answer:TextAnswer"
-    log_path = Path(settings.BASE_DIR) / "artifacts" / "celery-worker.log"
+    suffix = f"-{settings.TEST_WORKER}" if settings.TEST_WORKER else ""
+    log_path = Path(settings.BASE_DIR) / "artifacts" / f"celery-worker{suffix}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("wb")
     worker = subprocess.Popen(
@@ -127,3 +128,19 @@ def text_answer():
         yield registry.get("text-answer")
     finally:
         registry.unregister("text-answer")
+
+
+# The longest modules (scripts/test.sh prints the slowest tests at the end of a run)
+# start first, then the rest of the slow ones: the parallel test processes then finish
+# together instead of one waiting on a long module that began last.
+LONGEST_FIRST = ("tests/test_catalog.py", "tests/graders/profiling/test_reprofile_exploits.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        module = item.nodeid.split("::")[0]
+        if module in LONGEST_FIRST:
+            return LONGEST_FIRST.index(module)
+        return len(LONGEST_FIRST) + (0 if item.get_closest_marker("slow") else 1)
+
+    items.sort(key=rank)  # stable: within a rank, the collection order

@@ -5,6 +5,7 @@ import redis
 from django.core.cache import cache
 from django.test import override_settings
 
+from benchwright.settings import redis_for_test_worker
 from submissions import services
 from submissions.models import Submission
 from tests import recorded
@@ -12,7 +13,8 @@ from tests.api.conftest import bearer, submission_body, token_for
 
 pytestmark = pytest.mark.django_db
 
-REDIS_CACHE = "redis://127.0.0.1:6379/13"
+# The database below the suite's broker (14): its own in each test process.
+REDIS_CACHE = redis_for_test_worker("redis://127.0.0.1:6379/14", offset=1)
 
 
 def test_the_daily_submission_quota_counts_batches_and_answers_429(task, owner):

@@ -39,7 +39,8 @@ from tests.api.conftest import bearer
 from tests.exports.conftest import all_rows, build, define, exporter
 from tests.journey.api import graded, submit
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# A real engine under load measures the whole host: this runs alone (see scripts/test.sh).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.serial]
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "reference_solutions" / "serve-shared-prefix"

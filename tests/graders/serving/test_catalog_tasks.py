@@ -11,7 +11,8 @@ import pytest
 from tasks.catalog import check_bundles, format_table
 from tests.test_catalog import serving_bundles
 
-pytestmark = pytest.mark.slow
+# A real engine under load measures the whole host: these run alone (see scripts/test.sh).
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 @pytest.mark.parametrize("folder", serving_bundles(), ids=lambda folder: folder.name)

@@ -19,7 +19,8 @@ from graders.serving.spec import ServingSpec
 from sandboxes import get_backend
 from tests.graders.serving.test_spec import FILES, MANIFEST
 
-pytestmark = pytest.mark.slow
+# A real engine under load measures the whole host: these run alone (see scripts/test.sh).
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 ARGS = ["--dtype", "bfloat16", "--max-model-len", "1024", "--max-num-seqs", "8", "--enforce-eager"]
 WORKLOAD = [

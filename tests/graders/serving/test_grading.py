@@ -22,7 +22,8 @@ from graders.serving.grading import (
 from graders.serving.spec import ServingSpec
 from sandboxes import get_backend
 
-pytestmark = pytest.mark.slow
+# A real engine under load measures the whole host: these run alone (see scripts/test.sh).
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 MANIFEST: dict[str, Any] = {
     "kind": "serving",
