@@ -158,10 +158,12 @@ hook does not watch (threads started while it is on are watched) alive at a
 step's end; for ``launches``, any host read in a step. Always, from the
 runner: the program calling ``sys.setprofile`` / ``settrace`` /
 ``getprofile`` / ``gettrace``, ``threading.setprofile`` / ``settrace``,
-``gc.get_objects`` / ``get_referrers`` / ``get_referents``, setting a
-frame's ``f_trace``, or starting a process (``os.fork``, ``subprocess``)
-while the hook is on; the hook or the trace function found no longer in
-place at a step's end. An exception that C code raised into the program's
+``gc.get_objects`` / ``get_referrers`` / ``get_referents``,
+``sys._current_frames``, setting a frame's ``f_trace``, or starting a process
+(``os.fork``, ``subprocess``) while the hook is on (the calls that would hand
+the program the runner's objects are refused as well); a step after which the
+program's thread's marks went unseen (its hook or trace function was gone).
+An exception that C code raised into the program's
 frames (an operator refusing an out-of-bounds index puts the index in its
 message, as ``gather``, ``take`` and ``cross_entropy`` do) counts as a host
 read that copies, wherever it is handled; so does a generator's
@@ -207,14 +209,15 @@ methods live on ``torch.Tensor`` and on ``torch._C.TensorBase`` itself (put in
 the immutable type's dict), ``torch.as_tensor`` / ``torch.asarray`` likewise
 on torch's C class of functions; the C methods they wrap are still held by the
 runner's module (its globals, the wrappers' closures), and called from C code
-(``map``) such a method gives the hook no event. The host
-reads are reported by the same process: a program that edits the hook's
-records, reached through the runner's frames (``sys._getframe``, ``f_locals``),
-or swaps the hook out and back through the C API (ctypes' ``pythonapi``), is
-not caught. An attribute set on the runner's or the watch's instance (one
-that shadows the method the hook records with) is a finding: the runner
-checks both by identity after the steps; emptying a dict of counts changes
-no identity. In a launches
+(``map``) such a method gives the hook no event. The host reads are reported
+by the same process, but nothing the program can reach leads to the records:
+the program runs on a thread of its own whose frames hold nothing of the
+runner's, the runner's thread runs sealed copies of its code
+(``profile_runner.seal``) and no code of the program's, and the hooks are held
+by the interpreter alone (``profile_runner.main``). Not caught: a program that
+swaps the hook out and back through the C API (ctypes' ``pythonapi``, itself a
+finding when loaded), or that plants, in a dict the runner reads, a key of a
+str subclass whose hash collides with a name it looks up. In a launches
 task, a view taken alike in every call counts once per call, however many reads
 go through it (positions made with NumPy are honest there). Not seen at all:
 addresses learnt from ``id()`` / ``_cdata`` and read with ctypes' foreign
@@ -373,6 +376,31 @@ SCALAR_READS = frozenset(
         "aten::_pad_packed_sequence",
         # The CTC loss's alignment table is as long as the longest target: a value.
         "aten::_ctc_loss",
+    }
+)
+# Sparse compressed tensors (CSR, CSC, BSR, BSC): their operators read the indices on
+# the host to size what they return (adding two CSR matrices counts the columns their
+# rows share), with no sync recorded on a CPU host, and indices edited in place carry a
+# new value into each such operator. A syncs or launches task takes any such tensor
+# made in the program's window for a channel of host reads (a finding); no fix of a
+# dense program needs one.
+SPARSE_COMPRESSED = frozenset(
+    {
+        "aten::sparse_compressed_tensor",
+        "aten::_sparse_compressed_tensor_unsafe",
+        "aten::_sparse_compressed_tensor_with_dims",
+        "aten::sparse_csr_tensor",
+        "aten::_sparse_csr_tensor_unsafe",
+        "aten::sparse_csc_tensor",
+        "aten::_sparse_csc_tensor_unsafe",
+        "aten::sparse_bsr_tensor",
+        "aten::_sparse_bsr_tensor_unsafe",
+        "aten::sparse_bsc_tensor",
+        "aten::_sparse_bsc_tensor_unsafe",
+        "aten::_to_sparse_csr",
+        "aten::_to_sparse_csc",
+        "aten::_to_sparse_bsr",
+        "aten::_to_sparse_bsc",
     }
 )
 SYNC_RUNTIME_CALLS = frozenset(
@@ -600,6 +628,8 @@ class TraceFacts:
     step_s: list[float] = field(default_factory=list)
     top: list[OperatorStat] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
+    # The SPARSE_COMPRESSED operators seen in the program's window, by name.
+    sparse_compressed: list[str] = field(default_factory=list)
 
 
 def _thread_id(value: Any) -> Any:
@@ -874,6 +904,9 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
         else:
             facts.syncs_outside += sync
             facts.launches_outside += launch
+        compressed = event.cat == "cpu_op" and event.name in SPARSE_COMPRESSED
+        if compressed and event.name not in facts.sparse_compressed:
+            facts.sparse_compressed.append(event.name)
         if in_step and event.cat == "cpu_op":
             stat = operators[event.name]
             stat[0] += 1
@@ -1416,6 +1449,13 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
     if program.host_reads is None:
         measure.fail("garbled", "its runner did not report its host reads")
         return
+    if spec.signal in ("syncs", "launches") and facts.sparse_compressed:
+        measure.integrity.append(
+            "it makes sparse compressed tensors ("
+            + ", ".join(facts.sparse_compressed[:3])
+            + "), whose operators read their indices on the host to size what they "
+            "return, with no sync recorded on a CPU host"
+        )
     _host_read_findings(measure, spec, program.host_reads)
     measure.syncs_per_step = [
         syncs + reads for syncs, reads in zip(facts.syncs, measure.host_reads_per_step, strict=True)

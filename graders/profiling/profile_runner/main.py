@@ -37,6 +37,18 @@ generator is seeded with that seed just before the call, so both sides of a
 grading see the same call sequence and their outputs can be compared call by
 call.
 
+Two threads share the work. The program's thread (``ProgramThread``, the jobs
+in ``profile_runner.program_side``) runs everything that touches the
+program's objects or runs code it could have replaced; its frames hold nothing
+of the runner's. This module's thread keeps the ``Watch`` and the runner's
+state, runs no code of the program's, takes back only plain data, and runs
+sealed copies of this module, the watch's and the channel's
+(``profile_runner.seal``): no name it looks up can be rebound by the program,
+and no property set on one of its classes is on the class it uses. The
+collector stays off from the first program code on (a finalizer of the
+program's would run on whatever thread the collection began, among its
+frames).
+
 Nothing this process says is believed: the program shares it and can patch
 anything in it. The grader parses the trace outside and counts the signal
 there; a canary or a step window missing from it is what shows a profiler
@@ -55,69 +67,47 @@ profiler stops, are findings.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
+import functools
 import gc
 import os
 import sys
 import threading
-import time
 import traceback
-from pathlib import Path
+import types
 from typing import Any
 
 import torch
-import torch.utils._device as torch_device
-from harness import protocol
 from harness.main import read_message, send
-from harness.runner import describe, import_file, seed_everything
-from profile_runner.watch import Watch
-from torch._C._profiler import _ExperimentalConfig
+from profile_runner.program_side import (
+    TRACE_FILE,
+    _activity,
+    _ExperimentalConfig,
+    _import_program,
+    _install,
+    _make_inputs,
+    _profile,
+    _profile_enter,
+    _profile_exit,
+    _serve,
+    _start_profiler,
+    _step_call,
+    _step_keep,
+    _stop_profiler,
+    _tensor_bytes,
+    _time_batch,
+    _warmup_call,
+)
+from profile_runner.seal import sealed
+from profile_runner.watch import _MISSING, Watch, exact_get
 
-# The sandbox starts the runner in its work dir (/work); read from there rather than
-# from a fixed path, so that the same runner works where the work dir lies elsewhere
-# (the unsandboxed backend of bench/gpu_profiling.py).
-WORKDIR = Path.cwd()
-PROGRAM_ROOT = WORKDIR / "program"
-TASK_ROOT = WORKDIR / "task"
-TRACE_PATH = WORKDIR / "out" / "trace.json"
-TRACE_FILE = str(TRACE_PATH)
-STEP_NAME = "ProfilerStep#{k}"
-CANARY_NAME = "bw_canary#{k}/{nonce}"
-PROGRAM_NAME = "bw_program/{nonce}"
-KEEP_NAME = "bw_keep#{k}/{nonce}"
-
-# Captured when this module is imported, before any program code exists: the runner
-# drives the profiler through these, whatever the program later does to torch.
+# Captured when this module is imported, before any program code exists.
 _exit = os._exit
-_perf_counter = time.perf_counter
-_profile = torch.profiler.profile
-_profile_enter = torch.profiler.profile.__enter__
-_profile_exit = torch.profiler.profile.__exit__
-_record_function = torch.profiler.record_function
-_activity = torch.profiler.ProfilerActivity
-_canary_op = torch.ops.aten.add.Tensor
 _autograd_profiler = torch.autograd.profiler
-_dispatch_modes = torch._C._len_torch_dispatch_stack
-_function_modes = torch._C._len_torch_function_stack
 _current_frames = sys._current_frames
 _os_open, _os_read, _os_close = os.open, os.read, os.close
-_DTYPE_NAMES = dict(protocol.DTYPE_NAMES)
-_pack_scalar = protocol.pack_scalar
-# torch._C.TensorBase is immutable: these are the C methods, whatever torch.Tensor holds.
-_TB = torch._C.TensorBase
-_detach, _to, _contiguous, _reshape = _TB.detach, _TB.to, _TB.contiguous, _TB.reshape
-_view, _numel, _as_numpy = _TB.view, _TB.numel, _TB.numpy
-_gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
-# The one torch-function mode torch itself keeps pushed: torch.set_default_device's.
-_DeviceContext = torch_device.DeviceContext
-_function_mode_at = torch._C._get_function_stack_at
-# The profiler's own record of each call, read after it stops: a call whose scope is a
-# TorchScript function ran in the JIT's interpreter, whose prim:: operators (prim::tolist
-# reads tensor memory) no trace event and no Python hook shows.
-_result_events = torch._C._autograd._ProfilerResult.events
-_event_scope = torch._C._autograd._KinetoEvent.scope
-_event_name = torch._C._autograd._KinetoEvent.name
-_TORCHSCRIPT_SCOPE = int(torch._C._profiler.RecordScope.TORCHSCRIPT_FUNCTION.value)
+_gc_disable = gc.disable
 
 # What a program must leave alone, by the name a finding gives it: (owner, attribute).
 _GUARDED: dict[str, tuple[Any, str]] = {
@@ -155,7 +145,30 @@ _GUARDED: dict[str, tuple[Any, str]] = {
     "torch.Tensor.data_ptr": (torch.Tensor, "data_ptr"),
     "torch.Tensor.untyped_storage": (torch.Tensor, "untyped_storage"),
 }
-_ORIGINALS = {label: getattr(owner, name) for label, (owner, name) in _GUARDED.items()}
+_type_dict = type.__dict__["__dict__"].__get__
+_type_mro = type.__dict__["__mro__"].__get__
+_instance_dict = object.__getattribute__
+
+
+def _lookup(owner: Any, name: str) -> Any:
+    """``owner.name`` as the namespaces hold it, read without running any code of the
+    program's (no ``__getattribute__``, no descriptor's ``__get__``): these checks run on
+    the runner's thread, among its frames. A module's dict, a class's and its bases'
+    dicts along its MRO, or an instance's own dict."""
+    mro = _type_mro(type(owner))
+    if any(klass is types.ModuleType for klass in mro):
+        return exact_get(_module_dict(owner), name)
+    if any(klass is type for klass in mro):
+        for klass in _type_mro(owner):
+            found = exact_get(_type_dict(klass), name)
+            if found is not _MISSING:
+                return found
+        return _MISSING
+    return exact_get(_instance_dict(owner, "__dict__"), name)
+
+
+_module_dict = vars(types.ModuleType)["__dict__"].__get__
+_ORIGINALS = {label: _lookup(owner, name) for label, (owner, name) in _GUARDED.items()}
 
 
 _reported: set[str] = set()
@@ -167,8 +180,8 @@ def changed(when: str) -> list[str]:
     found = []
     for label, (owner, name) in _GUARDED.items():
         try:
-            same = getattr(owner, name) is _ORIGINALS[label]
-        except BaseException:  # a hostile attribute may raise anything
+            same = _lookup(owner, name) is _ORIGINALS[label]
+        except BaseException:  # a namespace made unreadable
             same = False
         if not same and label not in _reported:
             _reported.add(label)
@@ -176,273 +189,235 @@ def changed(when: str) -> list[str]:
     return found
 
 
-_cuda_synchronize = torch.cuda.synchronize
 _main_ident = threading.main_thread().ident
 
 
-def _synchronize() -> None:
-    if torch.cuda.is_available():
-        _cuda_synchronize()
+# -- the program's thread ---------------------------------------------------------------
 
 
-# -- packing what a call returned -----------------------------------------------------
+_allocate_lock = _thread.allocate_lock
+_start_thread = _thread.start_new_thread
+_MAX_PLAIN_DEPTH = 48  # deeper than any packed value tree (harness.protocol.MAX_TREE_DEPTH)
 
 
-def _opaque(value: Any) -> dict[str, Any]:
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether a value is plain data of exactly builtin types, which the runner's thread
+    may hold, read and drop without running any code of the program's."""
     kind = type(value)
-    what = "object"
-    if isinstance(value, torch.Tensor):
-        what = "tensor"
-    elif isinstance(value, list | tuple | dict):
-        what = "container"
-    return {"k": "opaque", "cls": f"{kind.__module__}.{kind.__qualname__}", "what": what}
-
-
-def _tensor_bytes(tensor: Any) -> memoryview:
-    """A copy of a tensor's bytes, made with tensor methods captured from torch's C type
-    at start: a program that replaces ``torch.Tensor.detach`` (or any method) runs no
-    code of its own inside the runner's copy."""
-    flat = _reshape(_contiguous(_to(_detach(tensor), "cpu")), (-1,))
-    if _numel(flat) == 0:
-        return memoryview(b"")
-    return memoryview(_as_numpy(_view(flat, torch.uint8)).tobytes())
-
-
-def pack_value(value: Any, blobs: list[memoryview], depth: int = 0) -> dict[str, Any]:
-    """A value tree of what a call returned, its tensors' bytes copied into ``blobs``
-    (what the grader compares is what the call returned, whatever the program does
-    later): plain tensors (with their device type), lists, tuples, dicts with scalar
-    keys, and scalars, each of exactly its builtin type; anything else becomes an
-    ``opaque`` leaf that names its type, for the grader to refuse."""
-    if depth > protocol.MAX_TREE_DEPTH:
-        raise protocol.ProtocolError("value nested too deeply")
-    kind = type(value)
-    if kind is torch.Tensor:
-        dtype = _DTYPE_NAMES.get(value.dtype)
-        if value.layout is not torch.strided or dtype is None:
-            return _opaque(value)
-        blobs.append(_tensor_bytes(value))
-        node = {"k": "tensor", "dtype": dtype, "shape": list(value.shape), "blob": len(blobs) - 1}
-        node["device"] = value.device.type
-        return node
-    scalar = _pack_scalar(value)
-    if scalar is not None:
-        return scalar
+    if kind in _PLAIN_LEAVES:
+        return True
+    if depth > _MAX_PLAIN_DEPTH:
+        return False
     if kind is list or kind is tuple:
-        items = [pack_value(item, blobs, depth + 1) for item in value]
-        return {"k": "list" if kind is list else "tuple", "items": items}
+        return all(_plain(item, depth + 1) for item in value)
     if kind is dict:
-        pairs = []
-        for key, item in value.items():
-            key_node = _pack_scalar(key)
-            if key_node is None:
-                return _opaque(value)
-            pairs.append([key_node, pack_value(item, blobs, depth + 1)])
-        return {"k": "dict", "items": pairs}
-    return _opaque(value)
+        return all(type(key) is str and _plain(item, depth + 1) for key, item in dict.items(value))
+    return False
 
 
-# -- the runner -----------------------------------------------------------------------
+_PLAIN_LEAVES = frozenset({str, int, float, bool, type(None), bytes, memoryview})
+
+
+class ProgramThread:
+    """Where the program runs. Everything that touches the program's objects or runs code
+    the program could have replaced (its import and calls, torch's Python code, the
+    profiler's start and stop, the copy of what a call returned) runs on this thread,
+    started with the interpreter's own thread starter before any program code exists.
+    Its stack holds ``_serve`` and the job in hand, and the jobs close over the run's
+    own objects only: a frame the program finds (``sys._getframe``, a traceback's
+    ``tb_frame``) leads to nothing of the runner's. The runner's thread keeps the
+    ``Watch`` and ``Runner``, runs no code of the program's, and takes back only plain
+    data (``_plain``). It drops nothing it handed over or took back (``kept``): a
+    finalizer of the program's would run on its thread, among its frames."""
+
+    def __init__(self) -> None:
+        self._mailbox: list[Any] = []
+        self._go, self._done = _allocate_lock(), _allocate_lock()
+        self._go.acquire()
+        self._done.acquire()
+        self.kept: list[Any] = []
+        self.ident = _start_thread(_serve, (self._mailbox, self._go, self._done))
+
+    def run(self, where: str, job: Any) -> tuple[bool, Any]:
+        """Run a job there and wait: (True, what it returned) when that is plain data,
+        else (False, the error it raised as ``describe`` gives it)."""
+        self.kept.append(job)
+        self._mailbox.append((where, job))
+        del job
+        self._go.release()
+        self._done.acquire()
+        outcome = self._mailbox.pop() if self._mailbox else None
+        self.kept.append(outcome)
+        if type(outcome) is tuple and len(outcome) == 2 and _plain(outcome):
+            status, value = outcome
+            if status == "done":
+                return True, value
+            if status == "raised" and type(value) is dict:
+                return False, value
+        return False, {
+            "where": where,
+            "type": "ProtocolError",
+            "message": "the program's thread handed back something other than plain data",
+            "traceback": "",
+        }
+
+
+# -- the runner ---------------------------------------------------------------------------
 
 
 class Runner:
     """One program's runs; no call's inputs exist before the command that needs them."""
 
     def __init__(self) -> None:
-        self.entry: Any = None
         self.cuda = False
-        self.make: Any = None
         self.where = "start"
         self.watch = Watch(readers=(_tensor_bytes,))
+        self.thread = ProgramThread()
+        self.ctx: dict[str, Any] = {}
+        self.entry_ready = False
 
-    def _inputs(self, seed: int) -> tuple[Any, ...]:
-        seed_everything(seed)
-        args = self.make(seed)
-        return tuple(args) if isinstance(args, list | tuple) else (args,)
-
-    def _call(self, seed: int, args: tuple[Any, ...]) -> Any:
-        seed_everything(seed)
-        return self.entry(*args)
+    def _job(self, where: str, function: Any, *args: Any) -> tuple[bool, Any]:
+        self.where = where
+        return self.thread.run(where, functools.partial(function, self.ctx, *args))
 
     def run(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
         self.cuda = bool(header.get("cuda"))
-        seeds = header["seeds"]
-        try:
-            self.where = "inputs"
-            self.make = import_file(TASK_ROOT / str(header["inputs_module"])).make_inputs
-            warmup = [(seed, self._inputs(seed)) for seed in seeds["warmup"]]
-            profiled = [(seed, self._inputs(seed)) for seed in seeds["profiled"]]
-        except BaseException as exc:
-            return {"raised": describe(exc, self.where), "violations": []}, []
-        device = "cuda" if self.cuda else "cpu"
-        canary = torch.zeros(1, device=device)
-        TRACE_PATH.parent.mkdir(parents=True, exist_ok=True)
-        activities = [_activity.CPU] + ([_activity.CUDA] if self.cuda else [])
-        profiler = _profile(
-            activities=activities,
-            record_shapes=False,
-            experimental_config=_ExperimentalConfig(
-                profile_all_threads=True, enable_cuda_sync_events=self.cuda
-            ),
-        )
-        raised = None
+        ok, failure = self._job("inputs", _make_inputs, header)
+        if not ok:
+            return {"raised": failure, "violations": []}, []
+        ok, failure = self._job("starting the profiler", _start_profiler, self.cuda)
+        if not ok:
+            return {"raised": failure, "violations": []}, []
         violations: list[str] = []
         outputs: list[dict[str, Any]] = []
         blobs: list[memoryview] = []
-        _profile_enter(profiler)
-        try:
-            self._profiled_steps(header, warmup, profiled, canary, (outputs, blobs), violations)
-        except BaseException as exc:
-            raised = describe(exc, self.where)
-        finally:
-            try:
-                violations += self._stop(profiler)
-            except BaseException as exc:
-                error = describe(exc, "stop")
-                violations.append(f"the profiler could not be stopped ({error['type']})")
+        # No collection runs until the process ends: a finalizer of the program's could
+        # otherwise run on the runner's thread, whatever thread the collection began on
+        # (the watch's hook switches the collector back off if the program turns it on).
+        _gc_disable()
+        raised = self._profiled_steps(header, (outputs, blobs), violations)
+        ok, stopped = self._job("stopping the profiler", _stop_profiler, self.cuda)
+        if ok and type(stopped) is tuple and len(stopped) == 2:
+            violations += stopped[0]
+        else:
+            error = stopped.get("type", "") if type(stopped) is dict else ""
+            violations.append(f"the profiler could not be stopped ({error})")
         violations += self.watch.violations
         trace = _read_trace()
-        blobs = blobs if raised is None else []
         reply: dict[str, Any] = {
             "raised": raised,
             "violations": violations,
             "host_reads": self.watch.report(),
-            "value": {"k": "list", "items": outputs},
-            "trace_blob": len(blobs),
+            "value": {"k": "list", "items": outputs if raised is None else []},
+            "trace_blob": len(blobs) if raised is None else 0,
         }
-        if self.cuda and torch.cuda.is_available():
-            reply["cuda_peak_bytes"] = int(torch.cuda.max_memory_allocated())
-        return reply, [*blobs, memoryview(trace)]
+        if ok and type(stopped) is tuple and stopped[1] is not None:
+            reply["cuda_peak_bytes"] = stopped[1]
+        return reply, [*(blobs if raised is None else []), memoryview(trace)]
 
     def _profiled_steps(
         self,
         header: dict[str, Any],
-        warmup: list[tuple[int, tuple[Any, ...]]],
-        profiled: list[tuple[int, tuple[Any, ...]]],
-        canary: Any,
         kept: tuple[list[dict[str, Any]], list[memoryview]],
         violations: list[str],
-    ) -> None:
+    ) -> dict[str, Any] | None:
+        """The watch on, the program imported, its warm-up calls and profiled steps run;
+        what the program raised, if it did."""
         nonce = str(header["nonce"])
-        self.where = "import"
-        sys.path.insert(0, str(PROGRAM_ROOT))
-        os.chdir(PROGRAM_ROOT)
-        self.watch.start(len(warmup), len(profiled))
+        warmup, steps = len(header["seeds"]["warmup"]), len(header["seeds"]["profiled"])
+        self.watch.start(warmup, steps, self.thread.ident)
         # What the runner and its watch hold, by identity (a tuple: no program code can
-        # change it): an attribute the program sets on either (an instance attribute
-        # shadows a method the hook calls) is a finding. Which call runs, where reads
-        # go and whether the watch is on change as the runner goes, and are left out
-        # (a watch switched off is caught at the step's end: its hook is gone).
+        # change it): an attribute set on either is a finding. Which call runs, where
+        # reads go, whether the watch is on and the marks it counted change as the runner
+        # goes, and are left out.
         held = (_state(self), _state(self.watch))
         try:
-            # Everything the program does from its import to its last step counts,
-            # wherever it falls: work moved to the import or between the steps too.
-            with _record_function(PROGRAM_NAME.format(nonce=nonce)):
-                self._import_and_step(header, nonce, warmup, profiled, canary, kept)
+            raised = self._import_and_step(header, nonce, warmup, steps, kept)
         finally:
             self.watch.stop()
-        if not _autograd_profiler._is_profiler_enabled:
+        if exact_get(_module_dict(_autograd_profiler), "_is_profiler_enabled") is not True:
             violations.append("the profiler was marked disabled during the profiled steps")
         violations += changed("after the profiled steps")
         for owner, before, free in zip(
             (self, self.watch), held, (_RUNNER_FREE, _WATCH_FREE), strict=True
         ):
             violations += _instance_changes(owner, before, free)
-        others = set(_current_frames()) - {_main_ident}
+        others = set(_current_frames()) - {_main_ident, self.thread.ident}
         if others:
             violations.append(
                 f"{len(others)} thread(s) of the program were still running when the "
                 "profiled steps ended: what they do is not counted"
             )
+        return raised
 
     def _import_and_step(
         self,
         header: dict[str, Any],
         nonce: str,
-        warmup: list[tuple[int, tuple[Any, ...]]],
-        profiled: list[tuple[int, tuple[Any, ...]]],
-        canary: Any,
+        warmup: int,
+        steps: int,
         kept: tuple[list[dict[str, Any]], list[memoryview]],
-    ) -> None:
-        """The import, the warm-up and the profiled steps, under the watch's hook."""
+    ) -> dict[str, Any] | None:
+        """The import, the warm-up and the profiled steps, each a job on the program's
+        thread under the watch's hooks; the watch's bookkeeping between them, here."""
         outputs, blobs = kept
-        program = import_file(PROGRAM_ROOT / str(header["module"]))
-        self.entry = getattr(program, str(header["entry"]))
+        ok, failure = self._job("import", _install, self.watch.install, nonce)
+        if ok:
+            ok, failure = self._job("import", _import_program, header)
+        if not ok:
+            return failure
+        self.entry_ready = True
         self.watch.violations += changed("after the program was imported")
-        self.where = "warm-up"
-        for index, (seed, args) in enumerate(warmup):
+        for index in range(warmup):
             self.watch.begin_warmup(index)
-            self._call(seed, args)
-        for k, (seed, args) in enumerate(profiled):
-            self.where = f"profiled step {k}"
-            seed_everything(seed)
-            with _record_function(STEP_NAME.format(k=k)):
-                self.watch.begin_step(k)
-                out = self.entry(*args)
-                self.watch.end_step(k)
-                # The runner's copy, left out of the counts; the grader checks that the
-                # window holds only the views and copies it takes. The collector waits
-                # meanwhile: a finalizer of the program's run here would read as the
-                # runner (the program's objects die after, where their reads count).
-                collecting = _gc_isenabled()
-                _gc_disable()
-                try:
-                    with _record_function(KEEP_NAME.format(k=k, nonce=nonce)):
-                        outputs.append(pack_value(out, blobs))
-                finally:
-                    if collecting:
-                        _gc_enable()
-                del out
-                # Inside the step window, so that a profiler stopped during the step
-                # shows; the grader checks that it holds the canary op alone. On CUDA
-                # the step's device work is waited for here, so the window's length
-                # includes it.
-                with _record_function(CANARY_NAME.format(k=k, nonce=nonce)):
-                    if _dispatch_modes() or _foreign_function_modes():
-                        self.watch.violations.append(
-                            f"a dispatch or torch-function mode was active at the end of "
-                            f"step {k}: it could run work inside the runner's own operators"
-                        )
-                    _canary_op(canary, canary)
-                    if self.cuda:
-                        _synchronize()
-
-    def _stop(self, profiler: Any) -> list[str]:
-        """Stop the profiler and write its trace. A session that some other code ended
-        first leaves an empty result, which torch cannot write (it crashes the process):
-        that is reported instead."""
-        self.where = "stopping the profiler"
-        _profile_exit(profiler, None, None, None)
-        result = getattr(profiler.profiler, "kineto_results", None)
-        if result is None or result.trace_start_ns() == 0:
-            return ["the profiler's session had already ended when the runner stopped it"]
-        result.save(TRACE_FILE)
-        return _torchscript_calls(result)
+            ok, failure = self._job("warm-up", _warmup_call, index)
+            if not ok:
+                return failure
+        for k in range(steps):
+            where = f"profiled step {k}"
+            self.watch.begin_step(k)
+            ok, failure = self._job(where, _step_call, k)
+            self.watch.end_step(k)
+            if not ok:
+                return failure
+            ok, kept_step = self._job(where, _step_keep, k, nonce, self.cuda)
+            if not ok or type(kept_step) is not tuple or len(kept_step) != 3:
+                return kept_step if not ok else None
+            node, step_blobs, finding = kept_step
+            # The node's blob numbers count from this step's first blob.
+            outputs.append(_renumbered(node, len(blobs)))
+            blobs += step_blobs
+            if finding is not None:
+                self.watch.violations.append(finding)
+        return None
 
     def time_batch(self, header: dict[str, Any]) -> tuple[dict[str, Any], list[memoryview]]:
-        inside: list[float] = []
-        outputs: list[Any] = []
-        blobs: list[memoryview] = []
-        try:
-            self.where = "a timed batch's inputs"
-            batch = [(int(seed), self._inputs(int(seed))) for seed in header["seeds"]]
-            for index, (seed, args) in enumerate(batch):
-                self.where = f"timed batch {header.get('batch')} step {index}"
-                seed_everything(seed)
-                began = _perf_counter()
-                outputs.append(self.entry(*args))
-                if self.cuda:
-                    _synchronize()
-                inside.append(_perf_counter() - began)
-            self.where = "packing the outputs"
-            node = {"k": "list", "items": [pack_value(out, blobs) for out in outputs]}
-        except BaseException as exc:
-            return {"raised": describe(exc, self.where), "inside_s": inside}, []
+        if not self.entry_ready:
+            error = {"where": "time", "type": "ProtocolError", "message": "no program"}
+            return {"raised": {**error, "traceback": ""}, "inside_s": []}, []
+        seeds = [int(seed) for seed in header["seeds"]]
+        ok, done = self._job("a timed batch", _time_batch, seeds, header.get("batch"), self.cuda)
+        if not ok or type(done) is not tuple or len(done) != 3:
+            return {"raised": done, "inside_s": []}, []
+        inside, node, blobs = done
         return {"raised": None, "inside_s": inside, "value": node}, blobs
 
 
-_RUNNER_FREE = frozenset({"where", "entry"})
-_WATCH_FREE = frozenset({"where", "counts", "active"})  # active: off once stopped
+def _renumbered(node: Any, offset: int) -> Any:
+    """A packed value tree with its blob numbers moved up by ``offset``."""
+    if type(node) is dict:
+        moved = {key: _renumbered(value, offset) for key, value in node.items()}
+        if moved.get("k") == "tensor" and type(moved.get("blob")) is int:
+            moved["blob"] += offset
+        return moved
+    if type(node) is list:
+        return [_renumbered(item, offset) for item in node]
+    return node
+
+
+_RUNNER_FREE = frozenset({"where", "entry_ready"})
+# active: off once stopped; marks: counted by the hooks as the steps go
+_WATCH_FREE = frozenset({"where", "counts", "active", "marks", "trace_marks"})
 
 
 def _state(owner: Any) -> tuple[tuple[str, Any], ...]:
@@ -469,34 +444,6 @@ def _instance_changes(
     ]
 
 
-def _foreign_function_modes() -> int:
-    """Torch-function modes on the stack other than torch.set_default_device's."""
-    modes = (_function_mode_at(i) for i in range(_function_modes()))
-    return sum(type(mode) is not _DeviceContext for mode in modes)
-
-
-def _torchscript_calls(result: Any) -> list[str]:
-    """A finding when TorchScript ran while the profiler recorded. The grading runs with
-    TorchScript off (``PYTORCH_JIT=0``: ``torch.jit.script`` and ``torch.jit.trace``
-    hand back the Python function, whose reads the watch sees), so TorchScript that ran
-    was compiled another way (``torch.jit.CompilationUnit``, ``torch.jit.load``, the
-    JIT switched back on) or named to pass for an operator: its reads are unseen."""
-    names: dict[str, int] = {}
-    for event in _result_events(result):
-        if _event_scope(event) == _TORCHSCRIPT_SCOPE:
-            name = str(_event_name(event))[:80]
-            names[name] = names.get(name, 0) + 1
-    if not names:
-        return []
-    shown = ", ".join(sorted(names)[:5])
-    return [
-        f"TorchScript ran in the program ({sum(names.values())} call(s): {shown}): "
-        "its prim:: operators read tensor memory where no trace or hook looks, and a "
-        "re-profile grading runs with TorchScript off (torch.jit.script gives the "
-        "Python function back)"
-    ]
-
-
 def _read_trace() -> bytes:
     """The trace torch's C++ just wrote, read with functions captured at start (no
     audit hook of the program's can sit in the open: the watch refuses them)."""
@@ -519,40 +466,75 @@ def _read_trace() -> bytes:
 def _guard_namespaces() -> None:
     import harness.main as harness_main
     import harness.protocol as harness_protocol
+    import profile_runner.program_side as program_side
     import profile_runner.watch as watch_module
 
-    for module in (sys.modules[__name__], watch_module, harness_main, harness_protocol):
+    modules = (sys.modules[__name__], program_side, watch_module, harness_main, harness_protocol)
+    for module in modules:
         for name, value in list(vars(module).items()):
             if name.startswith("__") or isinstance(value, str | int | float | bool | type(None)):
                 continue
             label = f"the runner's {module.__name__}.{name}"
             _GUARDED[label] = (module, name)
             _ORIGINALS[label] = value
-    for cls in (Runner, Watch):
-        for name, value in list(vars(cls).items()):
-            if not name.startswith("__"):
-                label = f"the runner's {cls.__name__}.{name}"
-                _GUARDED[label] = (cls, name)
-                _ORIGINALS[label] = value
 
 
 _guard_namespaces()
 
 
-def main() -> None:
-    sys.dont_write_bytecode = True
+def _sealed_runner() -> dict[str, Any]:
+    """This module's code on a namespace of its own, with the watch's, the channel's and
+    the value protocol's sealed the same way (``profile_runner.seal``): the runner's
+    thread then looks up no name the program can rebind. The functions the watch hands
+    to the program (its thread starter) and the ones the program's thread runs stay
+    the modules' own: their globals are within the program's reach."""
+    import harness.main as harness_main
+    import harness.protocol as harness_protocol
+    import profile_runner.watch as watch_module
+
+    def watch_tables(namespace: dict[str, Any]) -> None:
+        namespace["_C_FUNCTIONS"] = namespace["_c_functions"]()
+        namespace["_PYTHON_FUNCTIONS"] = namespace["_python_functions"]()
+
+    watch = sealed(
+        watch_module,
+        shared=("REFUSED",),
+        left_open=("start_new_thread", "_thread_entry", "trace_mark"),
+        rebuild=watch_tables,
+    )
+    channel_protocol = types.SimpleNamespace(**sealed(harness_protocol))
+    channel = sealed(harness_main, rebuild=lambda ns: ns.update(protocol=channel_protocol))
+    runner = sealed(sys.modules[__name__])
+    runner.update(Watch=watch["Watch"], send=channel["send"], read_message=channel["read_message"])
+    return runner
+
+
+def _start_kineto() -> None:
+    """One empty profiler session, here, before the program's thread exists: Kineto
+    initialises its activity profiler on the first session, and only on the thread
+    that imported torch (on another it prints an error and leaves it uninitialised;
+    the sessions that count run on the program's thread)."""
+    session = _profile(
+        activities=[_activity.CPU],
+        experimental_config=_ExperimentalConfig(profile_all_threads=True),
+    )
+    _profile_enter(session)
+    _profile_exit(session, None, None, None)
+
+
+def _serve_commands() -> None:
     torch.set_num_threads(1)
+    _start_kineto()
     runner = Runner()
     handlers = {
         "run": runner.run,
         "time": runner.time_batch,
     }
-    read = read_message  # bound here: the program cannot swap the module's name
     send({"op": "hello", "seq": 0, "ok": True, "pid": os.getpid()})
     status = 0
     try:
         while True:
-            message = read()
+            message = read_message()
             if message is None:
                 break
             header, _blobs, _began = message
@@ -570,3 +552,9 @@ def main() -> None:
             sys.stdout.flush()
             sys.stderr.flush()
         _exit(status)
+
+
+def main() -> None:
+    """The runner's entry point: its sealed copy serves the grader's commands."""
+    sys.dont_write_bytecode = True
+    _sealed_runner()["_serve_commands"]()

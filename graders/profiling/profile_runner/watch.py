@@ -5,10 +5,14 @@ operator: ``t.tolist()``, ``t.numpy()``, ``np.asarray(t)``, a DLPack capsule,
 ``t.data_ptr()`` read through ctypes, ``t.untyped_storage()[i]``. None of these
 shows in the trace as ``aten::item``, and work done in NumPy on such a view
 launches no ``aten::`` operator at all. ``Watch`` observes them with a profile
-hook (``sys.setprofile``; ``threading.setprofile`` for threads started while it
-is on; threads started with ``_thread.start_new_thread`` are hooked by a
-wrapper the watch puts in its place), matched by identity against objects
-captured when this module is imported, before any program code exists.
+hook (``sys.setprofile``, on the program's own thread; threads the program
+starts get it from ``start_new_thread``, which the watch puts in the place of
+``_thread.start_new_thread`` and of threading's alias of it), matched by
+identity against objects captured when this module is imported, before any
+program code exists. The runner's thread holds the ``Watch`` and runs a sealed
+copy of this module (``profile_runner.seal``): nothing the program can reach
+(a frame of its thread, a function it is handed, this module's namespace)
+leads to the watch or to the tables its hook reads.
 
 The C methods a read goes through (``tolist``, ``numpy``, ``data_ptr``,
 ``untyped_storage``) are put on ``torch.Tensor`` as Python functions of this
@@ -65,7 +69,11 @@ What is recorded, under a label, whenever the *caller* is the program's code:
   without recording it; ``torch.save`` given a pickle module other than the
   standard one; a question whether the profiler is on, from the program's own
   code (``PROFILER_QUERY``). These are tampering findings wherever they
-  happen while the hook is on.
+  happen while the hook is on. Those that would hand the program objects it
+  was not given (``REACHING``: the hooks, every object, another thread's
+  frames) are refused as well: the hook records the call, then raises
+  before it runs (the thread then goes on unhooked, which its next mark
+  shows), or the audit hook does.
 
 ``torch.autograd._enable_record_function`` (the same switch in
 ``torch._C._autograd``), which turns recording off for a thread while the
@@ -106,11 +114,15 @@ object each, so that they are watched Python functions too.
 The hook is on from just before the program's import to the end of the last
 profiled step. Reads are counted apart for the import, each warm-up call and
 each profiled step; a read on any watched thread goes to the call running.
-It is off for the timed batches, whose timing must stay clean. At each
-profiled step's end the runner checks that the hook is still the process's
-profile function and the trace function its trace function (and puts them
-back if not: a finding) and that no Python thread it does not watch is
-alive. The hook's own checks never run the program's code: code that runs
+It is off for the timed batches, whose timing must stay clean. After each
+profiled step's call the program's thread calls two marks (``STEP_MARK``, a C
+function, and ``trace_mark``), which only the live hook and trace function
+record: a mark the runner does not find counted is a finding (a hook removed
+cannot be put back: nothing the program reaches holds it). The runner also
+checks that no Python thread it does not watch is alive. An exception inside
+the hook (a program running near the recursion limit) would make the
+interpreter drop it; it is caught and is a finding. The hook's own checks
+never run the program's code: code that runs
 inside a hook gives no events and would be unwatched, so owners are checked
 with ``type()`` (``isinstance`` reads ``__class__``) and file names as plain
 ``str`` (a code object may carry a subclass).
@@ -141,14 +153,56 @@ _settrace = sys.settrace
 _gettrace = sys.gettrace
 _addaudithook = sys.addaudithook
 _getprofile = sys.getprofile
-_threading_setprofile = threading.setprofile
 _current_frames = sys._current_frames
 _get_ident = threading.get_ident
 _main_ident = threading.main_thread().ident
 _compile = compile
+_gc_isenabled, _gc_disable = gc.isenabled, gc.disable
+_os_open, _os_read, _os_close, _O_RDONLY = os.open, os.read, os.close, os.O_RDONLY
+
+
+def _read_file(filename: str) -> bytes:
+    """A file's bytes, read with functions captured at import: the hook reads torch's
+    files as it runs, and the program may have replaced anything in pathlib or io."""
+    fd = _os_open(filename, _O_RDONLY)
+    chunks = []
+    try:
+        while chunk := _os_read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        _os_close(fd)
+    return b"".join(chunks)
+
+
 _TensorBase = torch._C.TensorBase
 _Tensor = torch.Tensor
 _start_new_thread = _thread.start_new_thread
+# A module's namespace, read past its class: a program may give a module a class of its
+# own (the runner does so to torch.autograd.profiler), whose attribute lookups would run
+# its code on the runner's thread.
+_module_dict = vars(types.ModuleType)["__dict__"].__get__
+# Where a thread starter is found: _thread's, its old alias, and threading's own alias,
+# bound at its import (threads started through it directly, not as threading.Thread).
+_MISSING = object()
+
+
+def exact_get(namespace: Any, name: str) -> Any:
+    """``namespace[name]`` (a dict, or a class's mappingproxy) read without running any
+    code of the program's, else ``_MISSING``. A key that is not exactly a str (a
+    subclass whose hash is the name's) would have its ``__eq__`` run by the lookup, on
+    the runner's thread: a namespace holding one is not read at all. Iterating a dict
+    runs no code of its keys'."""
+    for key in namespace:
+        if type(key) is not str:
+            return _MISSING
+    return namespace.get(name, _MISSING)
+
+
+_STARTERS = (
+    (_thread, "start_new_thread"),
+    (_thread, "start_new"),
+    (threading, "_start_new_thread"),
+)
 
 # The C methods of tensors that read memory, wrapped as Python functions (see above).
 _C_TOLIST = _TensorBase.tolist
@@ -209,8 +263,14 @@ _JIT_REFUSED = [n for n in dir(torch._C) if n.startswith("_jit_pass_")] + [
     "_jit_trace_module",
     "_set_tracing_state",
 ]
+# The originals of the functions replaced on torch._C below, by their label: the hook
+# knows them by identity (``_c_functions``), so that a call through an alias torch bound
+# at its import (``torch.parse_ir``, ``torch.to_dlpack``) is seen, and ``_rebind_aliases``
+# puts the replacement in every such alias's place.
+REPLACED_C_FUNCTIONS: dict[str, Any] = {}
 for _name in _JIT_REFUSED:
     if hasattr(torch._C, _name):
+        REPLACED_C_FUNCTIONS[f"torch._C.{_name}"] = getattr(torch._C, _name)
         setattr(torch._C, _name, _refused(f"torch._C.{_name}"))
 del _name
 
@@ -495,6 +555,9 @@ C_MEMORY_FUNCTIONS = (
     "_construct_storage_from_data_pointer",
     "_tensor_impl_raw_handle",
     "_dlpack_exchange_api",
+    # A tensor over memory another library owns (NumPy's, through its __dlpack__): what
+    # torch writes into it, the program reads there.
+    "_from_dlpack",
 )
 
 
@@ -667,9 +730,30 @@ del _owner, _name, _function
 torch.autograd.profiler.__class__ = _ProfilerModule
 
 for _name, _wrapper in C_MEMORY_WRAPPERS.items():
+    REPLACED_C_FUNCTIONS[f"torch._C.{_name}"] = getattr(torch._C, _name)
     setattr(torch._C, _name, _wrapper)
-# torch.utils.dlpack.to_dlpack is torch._C._to_dlpack, bound when torch was imported.
-torch.utils.dlpack.to_dlpack = C_MEMORY_WRAPPERS["_to_dlpack"]  # type: ignore[attr-defined]
+
+
+def _rebind_aliases() -> None:
+    """Each replaced torch._C function's other names, bound by torch's modules when they
+    were imported (``torch.to_dlpack``, ``torch.utils.dlpack.to_dlpack``,
+    ``torch.parse_ir``), rebound to its replacement."""
+    replacement = {
+        id(original): getattr(torch._C, label.removeprefix("torch._C."))
+        for label, original in REPLACED_C_FUNCTIONS.items()
+    }
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is not dict or module is torch._C:
+            continue
+        for key, value in list(namespace.items()):
+            if id(value) in replacement and any(
+                value is original for original in REPLACED_C_FUNCTIONS.values()
+            ):
+                namespace[key] = replacement[id(value)]
+
+
+_rebind_aliases()
 
 # Every frame's trace function is the watch's (see ``Watch``). ``frame.f_trace``, within
 # reach of any code that holds a frame (a traceback's ``tb_frame``), is replaced on the
@@ -821,6 +905,8 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
         import _posixsubprocess
 
         functions.append(("_posixsubprocess.fork_exec", _posixsubprocess.fork_exec))
+    # Replaced torch._C functions called through an alias the rebinding missed.
+    functions += list(REPLACED_C_FUNCTIONS.items())
     for label, function in functions:
         if function is not None:
             found[function.__name__].append((label, _same(function)))
@@ -885,7 +971,8 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
     return codes
 
 
-TAMPERING = frozenset(
+_JIT_REFUSED_LABELS = frozenset(f"torch._C.{name}" for name in _JIT_REFUSED)
+TAMPERING = _JIT_REFUSED_LABELS | frozenset(
     {
         "sys.setprofile",
         "sys.settrace",
@@ -922,6 +1009,22 @@ TAMPERING = frozenset(
     }
 )
 
+# Calls that reach objects the program was not handed (every object, another thread's
+# frames, the hooks themselves): recorded, then refused, so that nothing of the runner's
+# comes into the program's hands. A frame of the program's own thread (sys._getframe, a
+# traceback's tb_frame) holds nothing of the runner's: the program runs on a thread of
+# its own (see profile_runner.main).
+REACHING = frozenset(
+    {
+        "sys.getprofile",
+        "sys.gettrace",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys._current_frames",
+    }
+)
+
 _getattribute_code = _ProfilerModule.__getattribute__.__code__
 _C_FUNCTIONS = _c_functions()
 _PYTHON_FUNCTIONS = _python_functions()
@@ -930,7 +1033,7 @@ _PYTHON_FUNCTIONS = _python_functions()
 def _codes_of(filename: str) -> set[types.CodeType]:
     """Every code object compiled from a file (empty when it cannot be read)."""
     try:
-        source = Path(filename).read_bytes()
+        source = _read_file(filename)
         top = _compile(source, filename, "exec", dont_inherit=True)
     except Exception:
         return set()
@@ -984,9 +1087,45 @@ def _watch_codes() -> frozenset[int]:
     return frozenset(found)
 
 
+# Markers: C functions only the runner calls, which the hook takes for signs of life
+# rather than reads (see ``Watch.end_step``): a bound method of an object of this
+# module's is a C function call of its own, told apart by identity.
+_MARKS = (object(), object())
+STEP_MARK = _MARKS[0].__sizeof__  # called on the program's thread after each step's call
+THREAD_MARK = _MARKS[1].__sizeof__  # called by each thread the program starts, once hooked
+_STEP_MARK, _THREAD_MARK = "the step's mark", "a thread's mark"
+
+
+def trace_mark() -> None:
+    """Called on the program's thread after each step's call: the trace function sees
+    the frame start (see ``Watch.end_step``)."""
+
+
+def _thread_entry(box: list[Any], function: Any, args: Any, kwargs: Any) -> Any:
+    """The first frame of every thread the program starts: the starting thread's hooks
+    are taken out of ``box`` and installed, and dropped from this frame before the
+    program's function runs below it."""
+    hooks = box.pop()
+    _settrace(hooks[1])
+    _setprofile(hooks[0])
+    del hooks
+    THREAD_MARK()
+    return function(*args, **kwargs)
+
+
+def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
+    """``_thread.start_new_thread`` while the watch is on: the new thread gets the hooks of
+    the thread that starts it, taken from the interpreter (no reference to them is kept
+    anywhere the program can look: this function and ``_thread_entry`` close over
+    nothing)."""
+    box = [(_getprofile(), _gettrace())]
+    return _start_new_thread(_thread_entry, (box, function, args, {} if kwargs is None else kwargs))
+
+
 class Watch:
-    """The profile hook and what it saw. Used by the runner only; its records are kept
-    in the hook's closure rather than in this module's globals."""
+    """The profile hook and what it saw. Used by the runner's main thread only: the hooks
+    run on the program's thread (and the threads it starts), and nothing the program can
+    reach holds this object (see ``install``)."""
 
     def __init__(self, readers: tuple[Any, ...] = ()) -> None:
         """``readers``: the runner's own functions that read tensors while the watch is
@@ -1005,10 +1144,11 @@ class Watch:
         self.active = False
         self._verdicts: dict[int, tuple[types.CodeType, bool]] = {}
         self._genuine: dict[str, set[types.CodeType]] = {}
+        self.marks = 0  # the step marks the hook saw
+        self.trace_marks = 0  # the trace marks the trace function saw
+        self.broken = [False]  # set when the hook failed on an event (see _make_hook)
         self.hook = self._make_hook()
         self.tracer = self._make_tracer()
-        self.thread_hook = self._make_thread_hook()
-        self.thread_starter: Any = None
         _addaudithook(self._make_audit_hook())
 
     def _programs(self, code: types.CodeType) -> bool:
@@ -1043,43 +1183,72 @@ class Watch:
         self.counts[label] = self.counts.get(label, 0) + 1
 
     def _make_hook(self) -> Any:
-        c_functions, python_functions = _C_FUNCTIONS, _PYTHON_FUNCTIONS
-        setprofile = _setprofile
+        """The profile hook. An exception inside a profile hook makes the interpreter drop
+        it from the thread: one raised where no raise is meant (a program that runs near
+        the recursion limit, say) is caught and marks the watch broken, a finding. A call
+        that reaches for the runner's objects (``REACHING``) is refused by a raise on
+        purpose, after it is recorded: the call never runs, and the thread goes on
+        unhooked, which the step's mark shows."""
+        observe, broken = self._observe, self.broken
 
         def hook(frame: types.FrameType, event: str, arg: Any) -> None:
-            if not self.active:  # a thread still hooked after the watch ended
-                setprofile(None)
+            try:
+                refuse = observe(frame, event, arg)
+            except BaseException:
+                broken[0] = True
                 return
-            if event == "c_call":
-                checks = c_functions.get(arg.__name__)
-                if checks is None:
-                    return
-                label = next((name for name, check in checks if check(arg)), None)
-                if label is None:
-                    return
-                caller: types.FrameType | None = frame
-            elif event == "call":
-                entry = python_functions.get(id(frame.f_code))
-                if entry is None:
-                    return
-                label, caller = entry[0], frame.f_back
-                if id(frame.f_code) in _SAVE_CODES:
-                    chosen = frame.f_locals.get("pickle_module", _pickle)
-                    if chosen is not _pickle:
-                        self._record(FOREIGN_PICKLER)
-                if label in (OP_DK, PROFILER_QUERY):
-                    # The program's own call only (see OP_DK, PROFILER_QUERY).
-                    if caller is not None and caller.f_code is _getattribute_code:
-                        caller = caller.f_back
-                    if caller is not None and self._programs(caller.f_code):
-                        self._record(label)
-                    return
-            else:
-                return
-            if self._for_the_program(caller, copies=label in _COPIES):
-                self._record(label)
+            if refuse:
+                raise RuntimeError("the profile runner refuses this call")
 
         return hook
+
+    def _observe(self, frame: types.FrameType, event: str, arg: Any) -> bool:
+        """One profile event; True when the call must be refused (see ``_make_hook``)."""
+        if not self.active:  # a thread still hooked after the watch ended
+            _setprofile(None)
+            return False
+        if event == "c_call":
+            if arg is STEP_MARK or arg is THREAD_MARK:
+                if arg is STEP_MARK:
+                    self.marks += 1
+                else:
+                    self.watched.add(_get_ident())
+                return False
+            if frame.f_code is _STARTER_CODE:  # the starter takes the hooks to hand on
+                return False
+            checks = _C_FUNCTIONS.get(arg.__name__)
+            if checks is None:
+                return False
+            label = next((name for name, check in checks if check(arg)), None)
+            if label is None:
+                return False
+            caller: types.FrameType | None = frame
+        elif event == "call":
+            entry = _PYTHON_FUNCTIONS.get(id(frame.f_code))
+            if entry is None:
+                return False
+            label, caller = entry[0], frame.f_back
+            if id(frame.f_code) in _SAVE_CODES:
+                chosen = frame.f_locals.get("pickle_module", _pickle)
+                if chosen is not _pickle:
+                    self._record(FOREIGN_PICKLER)
+            if label in (OP_DK, PROFILER_QUERY):
+                # The program's own call only (see OP_DK, PROFILER_QUERY).
+                if caller is not None and caller.f_code is _getattribute_code:
+                    caller = caller.f_back
+                if caller is not None and self._programs(caller.f_code):
+                    self._record(label)
+                return False
+        else:
+            if event == "c_return" and _gc_isenabled():
+                # The collector stays off while the program's objects exist (see
+                # profile_runner.main): a program that turns it on has it turned off.
+                _gc_disable()
+            return False
+        if self._for_the_program(caller, copies=label in _COPIES):
+            self._record(label)
+            return label in REACHING
+        return False
 
     def _make_tracer(self) -> Any:
         """The trace function (``sys.settrace``): it follows every frame for its
@@ -1113,11 +1282,18 @@ class Watch:
             except Exception:  # an exception here would switch tracing off
                 self._record(label)
 
+        broken = self.broken
+
         def tracer(frame: types.FrameType, event: str, arg: Any) -> Any:
-            if not self.active:  # a thread still traced after the watch ended
-                _settrace(None)
-                return None
-            frame.f_trace_lines = False
+            try:
+                if not self.active:  # a thread still traced after the watch ended
+                    _settrace(None)
+                    return None
+                if frame.f_code is _TRACE_MARK_CODE:
+                    self.trace_marks += 1
+                frame.f_trace_lines = False
+            except BaseException:  # raised, the interpreter would drop the trace function
+                broken[0] = True
             return in_frame
 
         return tracer
@@ -1187,48 +1363,31 @@ class Watch:
             busy[0] = True
             try:
                 caller = getframe(1)
-                if self._programs(caller.f_code):
+                refuse = self._programs(caller.f_code)
+                if refuse:
                     self._record(label)
             finally:
                 busy[0] = False
+            if refuse and label in REACHING:
+                raise RuntimeError("the profile runner refuses this call")
 
         return audit
 
-    def _make_thread_hook(self) -> Any:
-        def thread_hook(frame: types.FrameType, event: str, arg: Any) -> None:
-            self.watched.add(_get_ident())
-            _settrace(self.tracer)
-            _setprofile(self.hook)
-            self.hook(frame, event, arg)
-
-        return thread_hook
-
-    def _start_new_thread(self) -> Any:
-        """``_thread.start_new_thread`` for the program: the new thread hooked first."""
-        thread_hook, tracer = self.thread_hook, self.tracer
-
-        def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
-            def watched(*a: Any, **k: Any) -> Any:
-                _settrace(tracer)
-                _setprofile(thread_hook)
-                return function(*a, **k)
-
-            return _start_new_thread(watched, args, {} if kwargs is None else kwargs)
-
-        return start_new_thread
-
-    def start(self, warmup: int, steps: int) -> None:
-        """On, before the program is imported."""
+    def start(self, warmup: int, steps: int, program_thread: int) -> None:
+        """On, before the program is imported (from the runner's main thread; the hooks go
+        on the program's thread with ``install``). Threads the program starts from now
+        on are started by ``start_new_thread``, which hands them the hooks."""
         self.warmup = [{} for _ in range(warmup)]
         self.steps = [{} for _ in range(steps)]
-        self.watched = {_get_ident()}
+        self.watched = {program_thread}
         self.active = True
-        self.thread_starter = _thread.start_new_thread = self._start_new_thread()
-        # threading's own alias, bound at its import: threads started through it
-        # directly (not as threading.Thread) are hooked the same way.
-        threading._start_new_thread = self.thread_starter  # type: ignore[attr-defined]
-        _thread.start_new = self.thread_starter  # type: ignore[attr-defined]  # an old alias
-        _threading_setprofile(self.thread_hook)
+        for module, name in _STARTERS:
+            _module_dict(module)[name] = start_new_thread
+
+    def install(self) -> None:
+        """The hooks, on the calling thread: the program's, before any program code exists
+        (the runner's job that calls this is dropped before the next one runs, so from
+        then on only the interpreter holds the hooks)."""
         _settrace(self.tracer)
         _setprofile(self.hook)
 
@@ -1239,35 +1398,43 @@ class Watch:
         self.where, self.counts = f"in step {k}", self.steps[k]
 
     def end_step(self, k: int) -> None:
-        """After profiled step k's call: the hooks still in place, no unwatched thread."""
+        """After profiled step k's call, which the program's thread followed with the step
+        mark and the trace mark: both hooks still in place there (a hook removed cannot
+        be put back by anyone: nothing the program reaches holds it, and without it the
+        marks go unseen), and no unwatched thread."""
         self.where, self.counts = "between the steps", self.between
-        if _getprofile() is not self.hook:
+        if self.marks != k + 1:
             self.violations.append(
                 f"the runner's profile hook was removed or replaced during step {k}"
             )
-            _setprofile(self.hook)
-        if _gettrace() is not self.tracer:
+            self.marks = k + 1
+        if self.trace_marks != k + 1:
             self.violations.append(
                 f"the runner's trace function was removed or replaced during step {k}"
             )
-            _settrace(self.tracer)
+            self.trace_marks = k + 1
         alive = set(_current_frames())
         if alive - self.watched - {_main_ident}:
             self.unwatched_steps.append(k)
 
     def stop(self) -> None:
-        """Off: after the last profiled step (or when the run failed)."""
+        """Off: after the last profiled step (or when the run failed). The hooks drop
+        themselves at their thread's next event."""
         self.active = False
-        _setprofile(None)
-        _settrace(None)
-        _threading_setprofile(None)
-        if _thread.start_new_thread is not self.thread_starter:
-            self.violations.append("the runner's _thread.start_new_thread was replaced")
-        if threading._start_new_thread is not self.thread_starter:  # type: ignore[attr-defined]
-            self.violations.append("the runner's threading._start_new_thread was replaced")
-        threading._start_new_thread = _start_new_thread  # type: ignore[attr-defined]
-        _thread.start_new = _start_new_thread  # type: ignore[attr-defined]
-        for label in dict.fromkeys(REFUSED):
+        for module, name in _STARTERS:
+            namespace = _module_dict(module)
+            if exact_get(namespace, name) is not start_new_thread:
+                label = "_thread" if module is _thread else "threading"
+                self.violations.append(f"the runner's {label}.{name} was replaced")
+            namespace[name] = _start_new_thread
+        if self.broken[0]:
+            self.violations.append(
+                "the runner's profile hook failed on one of the program's calls (a program "
+                "that runs near the recursion limit, say): what followed went unwatched"
+            )
+        # The refused wrappers' list is the module's own: only the labels they put there
+        # (exact strs; anything else the program added runs no code here).
+        for label in dict.fromkeys(label for label in list(REFUSED) if type(label) is str):
             if label == "sys.addaudithook":
                 why = "its code would run inside the runner's own calls"
             elif label.endswith("_enable_record_function"):
@@ -1275,7 +1442,6 @@ class Watch:
             else:
                 why = "it reads or runs in C++ where no trace or hook looks"
             self.violations.append(f"the program called {label}: {why}")
-        _thread.start_new_thread = _start_new_thread
 
     def report(self) -> dict[str, Any]:
         return {
@@ -1307,19 +1473,11 @@ _COPIES = frozenset(
 )
 
 
-def _nested_code(code: types.CodeType, name: str) -> types.CodeType:
-    pending = [code]
-    while pending:
-        item = pending.pop()
-        if item.co_name == name:
-            return item
-        pending += [c for c in item.co_consts if isinstance(c, types.CodeType)]
-    raise LookupError(name)
-
-
-# The first frame of every thread the program starts (``Watch._start_new_thread``'s
-# ``watched``): a read with it nearest was made by the thread's C callables, for the
-# program (the runner starts no thread while the watch is on).
+# The first frame of every thread the program starts (``_thread_entry``): a read with
+# it nearest was made by the thread's C callables, for the program (the runner starts no
+# thread while the watch is on).
 # A frozenset, not an int: the runner checks its names' values by identity, but not
 # those of numbers and strings.
-_THREAD_ENTRY = frozenset({id(_nested_code(Watch._start_new_thread.__code__, "watched"))})
+_THREAD_ENTRY = frozenset({id(_thread_entry.__code__)})
+_STARTER_CODE = start_new_thread.__code__
+_TRACE_MARK_CODE = trace_mark.__code__

@@ -477,3 +477,28 @@ def test_a_canary_numbered_with_a_digit_that_is_not_ascii_is_not_a_canary(
     trace = {**real_trace, "traceEvents": [*real_trace["traceEvents"], extra]}
     facts = analyse_trace(json.dumps(trace).encode(), 3, nonce)
     assert facts.findings == [] and facts.syncs == [4, 4, 4]
+
+
+@pytest.mark.parametrize(
+    "count",
+    [10**400, int("9" * 4300), -1, True, 2.5],
+    ids=["beyond-a-float", "4300-digits", "negative", "bool", "float"],
+)
+def test_a_report_of_host_reads_with_counts_no_runner_makes_is_refused(count: Any) -> None:
+    """The counts a runner's reply carries are the watch's (``Watch.report``): a count
+    a float cannot hold, or no count at all, is a malformed report, never a figure the
+    grader computes with (the runner's watch is out of the program's reach; this is
+    what the grader does if a report were forged all the same)."""
+    from graders.profiling.reprofile import _host_reads
+
+    spec = _spec()
+    report: dict[str, Any] = {
+        "import": {},
+        "between": {},
+        "warmup": [{} for _ in range(spec.warmup)],
+        "steps": [{"Tensor.tolist": 2} for _ in range(spec.steps)],
+        "unwatched_steps": [],
+    }
+    assert _host_reads(report, spec) is not None
+    report["steps"][0] = {"Tensor.tolist": count}
+    assert _host_reads(report, spec) is None
