@@ -378,31 +378,33 @@ SCALAR_READS = frozenset(
         "aten::_ctc_loss",
     }
 )
-# Sparse compressed tensors (CSR, CSC, BSR, BSC): their operators read the indices on
-# the host to size what they return (adding two CSR matrices counts the columns their
-# rows share), with no sync recorded on a CPU host, and indices edited in place carry a
-# new value into each such operator. A syncs or launches task takes any such tensor
-# made in the program's window for a channel of host reads (a finding); no fix of a
-# dense program needs one.
-SPARSE_COMPRESSED = frozenset(
+# Sparse tensors, in any layout: their operators read the indices on the host to size
+# what they return (multiplying two COO vectors intersects their indices, adding two CSR
+# matrices counts the columns their rows share), with no sync recorded on a CPU host,
+# and indices edited in place carry a new value into each such operator. A syncs or
+# launches task takes any sparse tensor made or used in the program's window for a
+# channel of host reads (a finding); no fix of a dense program needs one. An operator
+# is a sparse one by its name (``is_sparse_operator``).
+SPARSE_OPERATORS = frozenset(
     {
-        "aten::sparse_compressed_tensor",
-        "aten::_sparse_compressed_tensor_unsafe",
-        "aten::_sparse_compressed_tensor_with_dims",
-        "aten::sparse_csr_tensor",
-        "aten::_sparse_csr_tensor_unsafe",
-        "aten::sparse_csc_tensor",
-        "aten::_sparse_csc_tensor_unsafe",
-        "aten::sparse_bsr_tensor",
-        "aten::_sparse_bsr_tensor_unsafe",
-        "aten::sparse_bsc_tensor",
-        "aten::_sparse_bsc_tensor_unsafe",
-        "aten::_to_sparse_csr",
-        "aten::_to_sparse_csc",
-        "aten::_to_sparse_bsr",
-        "aten::_to_sparse_bsc",
+        "aten::_coalesce",
+        "aten::coalesce",
+        "aten::_nnz",
+        "aten::_indices",
+        "aten::_values",
+        "aten::indices",
+        "aten::crow_indices",
+        "aten::col_indices",
+        "aten::ccol_indices",
+        "aten::row_indices",
     }
 )
+
+
+def is_sparse_operator(name: str) -> bool:
+    return name.startswith("aten::") and ("sparse" in name or name in SPARSE_OPERATORS)
+
+
 SYNC_RUNTIME_CALLS = frozenset(
     {
         "cudaDeviceSynchronize",
@@ -628,8 +630,8 @@ class TraceFacts:
     step_s: list[float] = field(default_factory=list)
     top: list[OperatorStat] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
-    # The SPARSE_COMPRESSED operators seen in the program's window, by name.
-    sparse_compressed: list[str] = field(default_factory=list)
+    # The sparse operators seen in the program's window (``is_sparse_operator``).
+    sparse: list[str] = field(default_factory=list)
 
 
 def _thread_id(value: Any) -> Any:
@@ -904,9 +906,9 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
         else:
             facts.syncs_outside += sync
             facts.launches_outside += launch
-        compressed = event.cat == "cpu_op" and event.name in SPARSE_COMPRESSED
-        if compressed and event.name not in facts.sparse_compressed:
-            facts.sparse_compressed.append(event.name)
+        sparse = event.cat == "cpu_op" and is_sparse_operator(event.name)
+        if sparse and event.name not in facts.sparse:
+            facts.sparse.append(event.name)
         if in_step and event.cat == "cpu_op":
             stat = operators[event.name]
             stat[0] += 1
@@ -1449,10 +1451,10 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
     if program.host_reads is None:
         measure.fail("garbled", "its runner did not report its host reads")
         return
-    if spec.signal in ("syncs", "launches") and facts.sparse_compressed:
+    if spec.signal in ("syncs", "launches") and facts.sparse:
         measure.integrity.append(
-            "it makes sparse compressed tensors ("
-            + ", ".join(facts.sparse_compressed[:3])
+            "it makes or uses sparse tensors ("
+            + ", ".join(facts.sparse[:3])
             + "), whose operators read their indices on the host to size what they "
             "return, with no sync recorded on a CPU host"
         )

@@ -74,6 +74,7 @@ import gc
 import os
 import sys
 import threading
+import time
 import traceback
 import types
 from typing import Any
@@ -81,6 +82,7 @@ from typing import Any
 import torch
 from harness.main import read_message, send
 from profile_runner.program_side import (
+    PARKED_LINE,
     TRACE_FILE,
     _activity,
     _ExperimentalConfig,
@@ -100,14 +102,17 @@ from profile_runner.program_side import (
     _warmup_call,
 )
 from profile_runner.seal import sealed
-from profile_runner.watch import _MISSING, Watch, exact_get
+from profile_runner.watch import _MISSING, Watch, _read_file, exact_get
 
 # Captured when this module is imported, before any program code exists.
 _exit = os._exit
 _autograd_profiler = torch.autograd.profiler
 _current_frames = sys._current_frames
-_os_open, _os_read, _os_close = os.open, os.read, os.close
 _gc_disable = gc.disable
+_monotonic, _sleep = time.monotonic, time.sleep
+# How long the program's thread may take to come back to its wait once it has said a
+# job is done: microseconds when nothing holds it.
+PARK_WAIT_S = 5.0
 
 # What a program must leave alone, by the name a finding gives it: (owner, attribute).
 _GUARDED: dict[str, tuple[Any, str]] = {
@@ -236,6 +241,7 @@ class ProgramThread:
         self._go.acquire()
         self._done.acquire()
         self.kept: list[Any] = []
+        self.lost = ""  # the job after which the thread did not come back to its wait
         self.ident = _start_thread(_serve, (self._mailbox, self._go, self._done))
 
     def run(self, where: str, job: Any) -> tuple[bool, Any]:
@@ -244,8 +250,16 @@ class ProgramThread:
         self.kept.append(job)
         self._mailbox.append((where, job))
         del job
+        if self.lost:
+            return False, _refused(where, f"the program's thread was lost after {self.lost}")
         self._go.release()
         self._done.acquire()
+        if not self._parked():
+            # The program holds the thread's locks (they are in _serve's frame, which its
+            # code can find) and said the job was done while it goes on running: whatever
+            # the runner read now, the program could have changed first.
+            self.lost = where
+            return False, _refused(where, "the program's thread did not come back to wait")
         outcome = self._mailbox.pop() if self._mailbox else None
         self.kept.append(outcome)
         if type(outcome) is tuple and len(outcome) == 2 and _plain(outcome):
@@ -254,12 +268,38 @@ class ProgramThread:
                 return True, value
             if status == "raised" and type(value) is dict:
                 return False, value
-        return False, {
-            "where": where,
-            "type": "ProtocolError",
-            "message": "the program's thread handed back something other than plain data",
-            "traceback": "",
-        }
+        return False, _refused(
+            where, "the program's thread handed back something other than plain data"
+        )
+
+    def _parked(self) -> bool:
+        """Whether the program's thread is back at its wait for the next job: its only
+        frame ``_serve``'s, stopped at ``PARKED_LINE``. Read from outside with the
+        interpreter's frame getters, which run no code of the program's; every frame
+        read is kept (dropped here, a frame of a thread that just ended would free its
+        locals on this thread)."""
+        deadline = _monotonic() + PARK_WAIT_S
+        while True:
+            frames = _current_frames()
+            self.kept.append(frames)
+            frame = frames.get(self.ident)
+            if (
+                frame is not None
+                and frame.f_back is None
+                and frame.f_code is _SERVE_CODE
+                and frame.f_lineno == PARKED_LINE
+            ):
+                return True
+            if _monotonic() > deadline:
+                return False
+            _sleep(0.0002)
+
+
+def _refused(where: str, message: str) -> dict[str, str]:
+    return {"where": where, "type": "ProtocolError", "message": message, "traceback": ""}
+
+
+_SERVE_CODE = _serve.__code__
 
 
 # -- the runner ---------------------------------------------------------------------------
@@ -303,6 +343,11 @@ class Runner:
             error = stopped.get("type", "") if type(stopped) is dict else ""
             violations.append(f"the profiler could not be stopped ({error})")
         violations += self.watch.violations
+        if self.thread.lost:
+            violations.append(
+                f"the program's thread did not come back to the runner after {self.thread.lost}:"
+                " the program held it and ran on past the job's end"
+            )
         trace = _read_trace()
         reply: dict[str, Any] = {
             "raised": raised,
@@ -342,7 +387,9 @@ class Runner:
             (self, self.watch), held, (_RUNNER_FREE, _WATCH_FREE), strict=True
         ):
             violations += _instance_changes(owner, before, free)
-        others = set(_current_frames()) - {_main_ident, self.thread.ident}
+        frames = _current_frames()
+        self.thread.kept.append(frames)  # see ProgramThread._parked
+        others = set(frames) - {_main_ident, self.thread.ident}
         if others:
             violations.append(
                 f"{len(others)} thread(s) of the program were still running when the "
@@ -448,16 +495,9 @@ def _read_trace() -> bytes:
     """The trace torch's C++ just wrote, read with functions captured at start (no
     audit hook of the program's can sit in the open: the watch refuses them)."""
     try:
-        fd = _os_open(TRACE_FILE, os.O_RDONLY)
+        return _read_file(TRACE_FILE)
     except OSError:
         return b""
-    chunks = []
-    try:
-        while chunk := _os_read(fd, 1 << 20):
-            chunks.append(chunk)
-    finally:
-        _os_close(fd)
-    return b"".join(chunks)
 
 
 # Every name the runner's code looks up as it runs, in its own modules and the
@@ -505,7 +545,11 @@ def _sealed_runner() -> dict[str, Any]:
     channel_protocol = types.SimpleNamespace(**sealed(harness_protocol))
     channel = sealed(harness_main, rebuild=lambda ns: ns.update(protocol=channel_protocol))
     runner = sealed(sys.modules[__name__])
-    runner.update(Watch=watch["Watch"], send=channel["send"], read_message=channel["read_message"])
+    # What this module took from the watch's and the channel's: their sealed copies.
+    for key, value in list(runner.items()):
+        if getattr(value, "__module__", None) == watch_module.__name__ and key in watch:
+            runner[key] = watch[key]
+    runner.update(send=channel["send"], read_message=channel["read_message"])
     return runner
 
 

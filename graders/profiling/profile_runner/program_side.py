@@ -12,6 +12,7 @@ record_function windows) and hand back plain data.
 
 from __future__ import annotations
 
+import dis
 import gc
 import os
 import sys
@@ -156,6 +157,15 @@ def _serve(mailbox: list[Any], go: Any, done: Any) -> None:
         mailbox.append(outcome)
         del outcome
         done.release()
+
+
+# The line of ``_serve`` where the thread waits for its next job: the runner checks that
+# the thread's only frame is ``_serve``'s, stopped there, before it trusts a job done.
+PARKED_LINE = next(
+    instruction.positions.lineno
+    for instruction in dis.get_instructions(_serve)
+    if instruction.argval == "acquire" and instruction.positions is not None
+)
 
 
 def _make_inputs(ctx: dict[str, Any], header: dict[str, Any]) -> None:

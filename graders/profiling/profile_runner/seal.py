@@ -15,7 +15,8 @@ frame the program cannot see (the runner's own thread; see ``profile_runner.main
 runs exactly the code that was read from disk, on objects that were captured before
 any program code existed.
 
-The copy is shallow: dicts, lists and sets in the namespace are copied (a program
+The namespace gets its own copy of the builtins as well, taken when this module
+is imported. The copy is shallow: dicts, lists and sets in the namespace are copied (a program
 that empties the module's own table empties nothing of the copy's), the objects in
 them are the same. Tables that hold closures (whose cells the program could
 rebind) are built again by calling the sealed builders (``rebuild``).
@@ -23,11 +24,13 @@ rebind) are built again by calling the sealed builders (``rebuild``).
 
 from __future__ import annotations
 
+import builtins
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
 _module_dict = vars(types.ModuleType)["__dict__"].__get__
+_BUILTINS = dict(vars(builtins))  # as they were when the runner started
 _CONTAINERS = (dict, list, set)
 
 
@@ -48,6 +51,9 @@ def sealed(
     anew."""
     kept, opened = frozenset(shared), frozenset(left_open)
     namespace = dict(_module_dict(module))
+    # Builtins too: a function finds len, type or next in the builtins its globals name
+    # when it is made, and the program can rebind any name in the builtins module.
+    namespace["__builtins__"] = dict(_BUILTINS)
     name = namespace["__name__"]
     for key, value in list(namespace.items()):
         kind = type(value)

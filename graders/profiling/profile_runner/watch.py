@@ -1144,6 +1144,7 @@ class Watch:
         self.active = False
         self._verdicts: dict[int, tuple[types.CodeType, bool]] = {}
         self._genuine: dict[str, set[types.CodeType]] = {}
+        self.frames_seen: list[Any] = []
         self.marks = 0  # the step marks the hook saw
         self.trace_marks = 0  # the trace marks the trace function saw
         self.broken = [False]  # set when the hook failed on an event (see _make_hook)
@@ -1413,8 +1414,9 @@ class Watch:
                 f"the runner's trace function was removed or replaced during step {k}"
             )
             self.trace_marks = k + 1
-        alive = set(_current_frames())
-        if alive - self.watched - {_main_ident}:
+        frames = _current_frames()
+        self.frames_seen.append(frames)  # dropped here, a frame could free the program's objects
+        if set(frames) - self.watched - {_main_ident}:
             self.unwatched_steps.append(k)
 
     def stop(self) -> None:

@@ -100,3 +100,19 @@ def test_shared_containers_and_open_functions_stay_the_modules_own():
     assert sealed["TABLE"] is not module.TABLE and sealed["TABLE"] == {"read": 1}
     assert sealed["handed_out"] is module.handed_out  # its globals are the program's to see
     assert rebuilt == ["runner_like"]
+
+
+def test_a_sealed_function_keeps_the_builtins_of_when_it_was_sealed():
+    import builtins
+
+    module = _module()
+    sealed = _seal_module().sealed(module)
+    keeper = sealed["Keeper"]()
+    original = builtins.len
+    builtins.len = lambda value: -1  # the program rebinds a builtin
+    try:
+        assert sealed["__builtins__"]["len"] is original
+        assert keeper.check() == (1, "helper")
+        assert sealed["lookup"].__builtins__["len"] is original
+    finally:
+        builtins.len = original
