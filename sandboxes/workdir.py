@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import fcntl
 import hashlib
 import os
 import re
@@ -108,18 +109,23 @@ def stage_for(source: str, state_dir: Path, uid: int, gid: int) -> str:
     digest = hashlib.sha256(os.fsencode(source)).hexdigest()[:24]
     target = state_dir / STAGING / digest
     wanted = os.stat(source)
-    if is_mountpoint(target):
-        seen = os.stat(target)
-        if (seen.st_dev, seen.st_ino) == (wanted.st_dev, wanted.st_ino):
-            return str(target)
-        _unmount(target)
     (state_dir / STAGING).mkdir(mode=0o755, exist_ok=True)
-    if stat.S_ISDIR(wanted.st_mode):
-        target.mkdir(mode=0o755, exist_ok=True)
-    else:
-        target.touch(mode=0o644, exist_ok=True)
-    _mount(os.fsencode(source), target, None, MS_BIND, None)
-    _mount(b"none", target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    # Several grader processes on one host share the staging dir: one at a time looks
+    # and mounts, so that two never stack binds on the same target.
+    with open(state_dir / STAGING / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_mountpoint(target):
+            seen = os.stat(target)
+            if (seen.st_dev, seen.st_ino) == (wanted.st_dev, wanted.st_ino):
+                return str(target)
+            _unmount(target)
+        if stat.S_ISDIR(wanted.st_mode):
+            target.mkdir(mode=0o755, exist_ok=True)
+        else:
+            target.touch(mode=0o644, exist_ok=True)
+        _mount(os.fsencode(source), target, None, MS_BIND, None)
+        flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+        _mount(b"none", target, None, flags, None)
     return str(target)
 
 

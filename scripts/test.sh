@@ -25,12 +25,14 @@ $PY -m ruff format --check .
 echo "== mypy"
 $PY -m mypy .
 
-# pytest exits 5 when a phase selects no test (a run given only serial tests, say).
+# Both phases run whatever the first gave; the run fails if either did. pytest exits 5
+# when a phase selects no test (a run given only serial tests, say).
+status=0
 run_phase() {
   local rc=0
   "$PY" -m pytest "$@" || rc=$?
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then
-    exit "$rc"
+    status=$rc
   fi
 }
 
@@ -40,3 +42,4 @@ echo "== pytest, in parallel"
 run_phase -n "${TEST_PROCESSES:-2}" --dist loadfile -m "not serial" --durations=30 "$@"
 echo "== pytest, the serial tests"
 run_phase -m serial --durations=10 "$@"
+exit "$status"

@@ -20,7 +20,7 @@ from tasks.models import Task, TaskStatus
 from tests import factories
 from tests.browser.conftest import read_db
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 REFERENCE = factories.REFERENCE
 SOLUTION = REFERENCE.replace("class Model(", "class ModelNew(")
@@ -159,7 +159,7 @@ def test_author_writes_validates_and_a_reviewer_publishes_a_kernel_task(
     page.get_by_role("button", name="Validate").click()
     expect(page.locator("#validation-run")).to_have_attribute("data-status", "running")
     expect(page.locator("#validation-run")).to_have_attribute(
-        "data-status", re.compile("passed|failed"), timeout=180_000
+        "data-status", re.compile("passed|failed"), timeout=900_000
     )
     run = page.locator("#validation-run")
     expect(run.locator(".badge-run-passed")).to_be_visible()

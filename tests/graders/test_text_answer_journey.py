@@ -36,7 +36,12 @@ from tests.api.conftest import bearer
 from tests.exports.conftest import all_rows, build, define, exporter, snapshot_folder
 from tests.journey.api import graded, submit, wait
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# Gradings through the real worker, on a host the other test process keeps busy.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+]
 
 BUNDLE = Path(__file__).resolve().parent / "bundles" / "capital-of-france"
 KEY = "Paris"

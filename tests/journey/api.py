@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def wait(check: Any, what: str, timeout: float = 120) -> Any:
+def wait(check: Any, what: str, timeout: float = 600) -> Any:
     """``check()``'s first truthy value, polled until ``timeout`` seconds have passed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -272,9 +272,8 @@ class Audit:
     def _new_finalizers(self) -> bool:
         """Whether a call left a finalizer pending that is not torch's own bookkeeping
         (``torch.compile`` registers some on its first call)."""
-        registry = _finalizers()
         foreign = False
-        for key, info in list(registry.items()):
+        for key, info in _snapshot(_finalizers()):
             if key in self.finalizers:
                 continue
             if _torchs_own_finalizer(info.func):
@@ -346,3 +345,13 @@ def _public_size(namespace: Mapping[str, Any], functions_only: bool) -> int:
         if not (key.startswith("__") and key != "__dict__")
         and (not functions_only or isinstance(value, types.FunctionType))
     )
+
+
+def _snapshot(registry: dict[Any, Any]) -> list[tuple[Any, Any]]:
+    """The registry's items, taken again if another thread (or a finalizer that a
+    collection ran meanwhile) changed it while they were read."""
+    while True:
+        try:
+            return list(registry.items())
+        except RuntimeError:  # dictionary changed size during iteration
+            continue

@@ -31,7 +31,12 @@ from tests.journey.api import graded, submit, wait
 
 from .conftest import SOFTMAX
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# Gradings through the real worker, on a host the other test process keeps busy.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+]
 
 HONEST = Path(__file__).resolve().parents[2] / "exports" / "corpus" / "honest" / SOFTMAX.name
 HIDDEN = ("test_softmax_hidden", "test_huge_logits", "test_float16_logits")
@@ -88,7 +93,7 @@ def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, se
     )
     assert clamped != source
     whole_file = fix(client, "softmax.py", clamped)
-    right, wrong = graded(client, diff, timeout=300), graded(client, whole_file, timeout=300)
+    right, wrong = graded(client, diff, timeout=900), graded(client, whole_file, timeout=900)
     assert right["verdict"] == "accepted", right["grading"]
     assert wrong["verdict"] == "wrong_answer", wrong["grading"]
     assert right["grading"]["metrics"]["resolved"] == 1.0
@@ -148,7 +153,7 @@ def test_a_debugging_task_goes_the_whole_way(celery_worker_process, tmp_path, se
     # A second accepted fix, which the reviewer scores lower: the two make a
     # preference pair, and both reviews are critique rows. The fix is the completion.
     other = fix(client, "fix.diff", (HONEST / "max_subtracted.diff").read_text())
-    assert graded(client, other, timeout=300)["verdict"] == "accepted"
+    assert graded(client, other, timeout=900)["verdict"] == "accepted"
     slot = review_services.assignment_claim_next(reviewer=reviewer)
     assert slot is not None and slot.submission_id == other
     review_services.review_submit(
