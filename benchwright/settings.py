@@ -197,10 +197,21 @@ SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION
 
 # Celery. The broker only carries work; PostgreSQL is the source of truth.
-CELERY_BROKER_URL = redis_for_test_worker(os.environ.get("CELERY_BROKER_URL", "filesystem://"))
-CELERY_RESULT_BACKEND = redis_for_test_worker(
-    os.environ.get("CELERY_RESULT_BACKEND", f"file://{VAR_DIR / 'celery-results'}")
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+CELERY_RESULT_BACKEND = os.environ.get(
+    "CELERY_RESULT_BACKEND", f"file://{VAR_DIR / 'celery-results'}"
 )
+if TEST_WORKER and os.environ.get("BENCHWRIGHT_TEST_REDIS_FOR") != TEST_WORKER:
+    # Celery takes these two variables over its settings, so a test process writes its
+    # own databases back into them, for itself and every process it starts (its Celery
+    # worker); the marker keeps those from moving them down a second time.
+    CELERY_BROKER_URL = redis_for_test_worker(CELERY_BROKER_URL)
+    CELERY_RESULT_BACKEND = redis_for_test_worker(CELERY_RESULT_BACKEND)
+    os.environ.update(
+        CELERY_BROKER_URL=CELERY_BROKER_URL,
+        CELERY_RESULT_BACKEND=CELERY_RESULT_BACKEND,
+        BENCHWRIGHT_TEST_REDIS_FOR=TEST_WORKER,
+    )
 if CELERY_RESULT_BACKEND.startswith("file://"):
     Path(CELERY_RESULT_BACKEND.removeprefix("file://")).mkdir(parents=True, exist_ok=True)
 if CELERY_BROKER_URL == "filesystem://":
