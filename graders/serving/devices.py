@@ -30,10 +30,11 @@ def grading_gpus(hardware: str, gpu: Mapping[str, Any] | None) -> tuple[int, ...
 
 
 def platform_flags(spec: ServingSpec, gpus: tuple[int, ...]) -> dict[str, Any]:
-    """The engine arguments the platform adds to every engine of a grading. On a CPU host
-    none (the KV cache is ``VLLM_CPU_KVCACHE_SPACE``). On a GPU the two engines share
-    the device: each gets the task's KV cache in bytes, and may hold at most
+    """The engine arguments the platform adds to every engine of a grading: the task's KV
+    cache in bytes (on a CPU host too: vLLM's older ``VLLM_CPU_KVCACHE_SPACE`` takes
+    whole GiB only). On a GPU the two engines share the device: each may hold at most
     ``GPU_SHARE`` of the device's memory, so that the second one starts beside the first."""
-    if not gpus:
-        return {}
-    return {"kv_cache_memory_bytes": spec.kv_cache_bytes, "gpu_memory_utilization": GPU_SHARE}
+    flags: dict[str, Any] = {"kv_cache_memory_bytes": spec.kv_cache_bytes}
+    if gpus:
+        flags["gpu_memory_utilization"] = GPU_SHARE
+    return flags

@@ -289,11 +289,7 @@ def grade_serving(
         result.verdict = Verdict.COMPILE_ERROR.value
         result.reason = "the engine config is refused: " + _listed(checks["submission"].errors)
         return result
-    env = {} if gpus else {"VLLM_CPU_KVCACHE_SPACE": number_text(spec.kv_cache_gib)}
-    engines = [
-        Engine(side.role, backend, model_dir, env=env, gpus=gpus)
-        for side in (reference, submission)
-    ]
+    engines = [Engine(side.role, backend, model_dir, gpus=gpus) for side in (reference, submission)]
     try:
         _measure(spec, engines, result, gpus)
     except EngineError as exc:
@@ -375,11 +371,14 @@ def _measure(
 
 
 def _settled(submission: Side) -> str:
-    """Why the submission's verdict can no longer change (an error), or ''."""
+    """Why the submission's verdict can no longer change (an error, or no rate met), or
+    ''."""
     if submission.error_kind:
         return "the submission's engine failed"
     if any(run.failed_share > MAX_FAILED_SHARE for run in submission.runs):
         return "the submission failed more than 1% of a run's requests"
+    if submission.points and not submission.points[0].sustained:
+        return "the submission met the SLOs at none of the task's rates"
     return ""
 
 
@@ -590,11 +589,12 @@ def _decide_rates(result: ServingResult, spec: ServingSpec) -> ServingResult:
     if submission.max_rate is None:
         first = submission.points[0] if submission.points else None
         result.verdict = Verdict.WRONG_ANSWER.value
-        result.reason = (
+        result.reason = _with_stop(
             f"meets the SLOs at none of the task's rates: {first.attainment:.0%} of requests "
             f"at {number_text(first.rate)} requests/s, {spec.slo.attainment:.0%} wanted"
             if first
-            else "no rate was measured"
+            else "no rate was measured",
+            result,
         )
         return result
     ratio = f"x{result.rate_ratio:.3g} of the reference's" if result.rate_ratio else ""

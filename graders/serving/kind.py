@@ -2,12 +2,13 @@
 
 Registered in ``graders.registry``. The grading itself is ``grading.py``; the
 table, ``spec.py``; how pages show a report, ``reviews/serving.py``. Not there
-yet (docs/architecture.md, "The serving grader"): most of the catalog, the GPU
-run. Its grading form is ``frontend/serving_forms.py``.
+yet (docs/architecture.md, "The serving grader"): two of the catalog's four
+tasks, the GPU run. Its grading form is ``frontend/serving_forms.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -31,6 +32,9 @@ from .spec import GRADING_KEYS, ServingSpec
 # Must beat the reference with separated intervals, not only serve within the SLOs:
 # what validation asks of the expert's config.
 MUST_BEAT = "must_beat_reference"
+# Validation of the reference config: it must meet the SLOs at the task's (first) rate,
+# which is all it is graded at; a climb beyond would cost minutes and decide nothing.
+FIRST_RATE_ONLY = "first_rate_only"
 REFERENCE = "(reference config)"
 # Everything of the table but the reference config's path: the author's is hidden.
 PUBLIC_GRADING_KEYS = tuple(key for key in GRADING_KEYS if key != "reference")
@@ -197,7 +201,11 @@ class ServingKind(TaskKind):
         if reference in texts:
             candidates.append(
                 ValidationCandidate(
-                    REFERENCE, "reference", Verdict.ACCEPTED.value, {name: texts[reference]}
+                    REFERENCE,
+                    "reference",
+                    Verdict.ACCEPTED.value,
+                    {name: texts[reference]},
+                    {FIRST_RATE_ONLY: True},
                 )
             )
         return candidates
@@ -241,6 +249,8 @@ class ServingKind(TaskKind):
             return _report(Verdict.NEEDS_HARDWARE, gpus, {}, started)
         if spec.model_path is not None and not Path(spec.model_path).is_dir():
             return _internal(f"the task's model {spec.model_path} is not on this grading host")
+        if overrides.get(FIRST_RATE_ONLY) and spec.rates:
+            spec = dataclasses.replace(spec, rates=spec.rates[:1])
         try:
             backend = ready_backend(backend_name)
             model_dir = task_model(spec)

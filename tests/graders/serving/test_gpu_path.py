@@ -46,7 +46,7 @@ def test_a_grading_uses_the_device_of_its_tasks_class_or_says_why_not(
 
 def test_on_a_gpu_the_two_engines_share_the_device_each_with_the_tasks_kv_cache() -> None:
     spec = ServingSpec.from_manifest(MANIFEST, FILES)
-    assert platform_flags(spec, ()) == {}
+    assert platform_flags(spec, ()) == {"kv_cache_memory_bytes": spec.kv_cache_bytes}
     flags = platform_flags(spec, (0,))
     assert flags == {"kv_cache_memory_bytes": spec.kv_cache_bytes, "gpu_memory_utilization": 0.45}
     assert 2 * GPU_SHARE < 1

@@ -14,6 +14,7 @@ from graders.serving.grading import (
     Point,
     ServingResult,
     Side,
+    _settled,
     grade_serving,
     requests_at,
     sustainable_rate,
@@ -147,6 +148,15 @@ def test_the_highest_sustainable_rate_lies_between_the_last_rate_sustained_and_t
     assert sustainable_rate(top, 0.8)
     assert top.max_rate == 8 and top.max_rate_bracket == (8, math.inf)
     assert not sustainable_rate(_climbed([(4, 0.5)]), 0.8)
+
+
+def test_a_climb_ends_once_the_submission_missed_the_first_rate() -> None:
+    """Its verdict is a wrong answer whatever the reference's climb finds; a miss at a
+    later rate leaves the score to the reference's climb."""
+    missed = _settled(_climbed([(4, 0.5)]))
+    assert missed == "the submission met the SLOs at none of the task's rates"
+    assert _settled(_climbed([(4, 1.0), (8, 0.5)])) == ""
+    assert _settled(_climbed([(4, 1.0)])) == ""
 
 
 def test_a_run_at_a_higher_rate_lasts_as_long_not_as_many_requests() -> None:

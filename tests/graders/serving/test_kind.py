@@ -107,7 +107,8 @@ def test_validation_grades_the_expert_to_beat_the_reference_and_the_reference_it
     assert expert.submission_files == {"engine.toml": "max_num_batched_tokens = 512\n"}
     assert by_path["bad/bogus.toml"].expected_verdict == "compile_error"
     reference = by_path["(reference config)"]
-    assert reference.expected_verdict == "accepted" and reference.overrides == {}
+    assert reference.expected_verdict == "accepted"
+    assert reference.overrides == {"first_rate_only": True}
     assert reference.submission_files == {"engine.toml": FILES["reference/engine.toml"]}
 
 
