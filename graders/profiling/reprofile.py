@@ -105,7 +105,9 @@ into a warm-up call or between the steps still counts:
   The repeats are batches in one process per side, not fresh processes.
 
 ``signal_ratio`` is the submission's signal over the reference's: per call
-over the run for ``syncs`` and ``launches`` (``significant`` when the
+over the run for ``syncs`` and ``launches``, or the submission's worst
+profiled step over the reference's mean step where that is higher
+(``significant`` when the
 submission's is lower and every profiled step of the submission has fewer
 than every step of the reference: the counts are deterministic); for
 ``step_time``, the median of the pairs'
@@ -251,7 +253,7 @@ import secrets
 import sys
 import time
 from bisect import bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -376,6 +378,25 @@ SCALAR_READS = frozenset(
         "aten::_pad_packed_sequence",
         # The CTC loss's alignment table is as long as the longest target: a value.
         "aten::_ctc_loss",
+        # Operators whose schema returns a number or a flag computed from a tensor's
+        # values (TorchScript's conversions, a list's search for an equal tensor, the
+        # quantizer's scale of a weight found from its minimum and maximum). Every
+        # aten operator returning a plain value is either here or, reading metadata
+        # only, in the test that checks this list against torch's schemas.
+        "aten::Bool",
+        "aten::Int",
+        "aten::Float",
+        "aten::Complex",
+        "aten::IntImplicit",
+        "aten::FloatImplicit",
+        "aten::ComplexImplicit",
+        "aten::ScalarImplicit",
+        "aten::__contains__",
+        "aten::count",
+        "aten::allclose",
+        "aten::fbgemm_linear_quantize_weight",
+        "aten::_choose_qparams_per_tensor",
+        "aten::_nested_tensor_from_mask_left_aligned",
     }
 )
 # Sparse tensors, in any layout: their operators read the indices on the host to size
@@ -642,6 +663,72 @@ def _thread_id(value: Any) -> Any:
     raise TraceError("an event's pid or tid is not an integer or a short string")
 
 
+# Kineto writes an annotation's name into the trace as it is, quotes and all: a name
+# can close its string and open a container that swallows the events after it, or give
+# its own event a second "cat". The trace must therefore have the layout Kineto writes:
+# events whose fields are plain values but for a flat ``args``, no event-like object
+# anywhere else, and each of these keys exactly as often in the text as in the parse.
+UNESCAPED_HINT = (
+    " (a record_function or thread name holding a double quote, which the profiler "
+    "writes into its trace unescaped, breaks the trace: rename it)"
+)
+_KEYS = (b"ph", b"cat", b"name", b"ts", b"dur", b"pid", b"tid", b"args")
+_COUNTED_KEYS = re.compile(rb'"(' + b"|".join(_KEYS) + rb')"\s*:')
+_KEY_NAMES = frozenset(key.decode() for key in _KEYS)
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain_list(value: Any) -> bool:
+    """A list of plain values, or of such lists (``Input Dims``), as Kineto writes args."""
+    return all(
+        type(item) in _PLAIN or (type(item) is list and all(type(i) in _PLAIN for i in item))
+        for item in value
+    )
+
+
+def _check_layout(data: bytes, document: dict[str, Any], raw_events: list[Any]) -> None:
+    """TraceError unless the trace is laid out as Kineto writes one (see
+    ``UNESCAPED_HINT``'s comment)."""
+    counted = Counter(m.group(1).decode() for m in _COUNTED_KEYS.finditer(data))
+    parsed: Counter[str] = Counter()
+    for key, value in document.items():
+        if key == "traceEvents":
+            continue
+        stack = [value]
+        while stack:  # the header: device properties and the like, no events
+            item = stack.pop()
+            if type(item) is dict:
+                if "ph" in item or "cat" in item:
+                    raise TraceError(f"the trace's {clean_text(key, 40)!r} holds events")
+                parsed.update(k for k in item if k in _KEY_NAMES)
+                stack += item.values()
+            elif type(item) is list:
+                stack += item
+    for raw in raw_events:
+        if type(raw) is not dict:
+            raise TraceError("an event is not an object")
+        parsed.update(k for k in raw if k in _KEY_NAMES)
+        for key, value in raw.items():
+            if type(value) in _PLAIN:
+                continue
+            if key != "args" or type(value) is not dict:
+                raise TraceError(
+                    f"an event's {clean_text(key, 40)!r} holds a {type(value).__name__}"
+                    + UNESCAPED_HINT
+                )
+            parsed.update(k for k in value if k in _KEY_NAMES)
+            if not all(
+                type(v) in _PLAIN or (type(v) is list and _plain_list(v)) for v in value.values()
+            ):
+                raise TraceError("an event's args hold objects" + UNESCAPED_HINT)
+    for key in sorted(_KEY_NAMES):
+        if counted[key] != parsed[key]:
+            raise TraceError(
+                f"the key {key!r} is in the trace's text {counted[key]} times but in "
+                f"its objects {parsed[key]} times" + UNESCAPED_HINT
+            )
+
+
 def parse_trace(data: bytes) -> list[_Event]:
     """The complete events of the categories counted here, from a Chrome trace's bytes."""
     if len(data) > MAX_TRACE_BYTES:
@@ -658,16 +745,15 @@ def parse_trace(data: bytes) -> list[_Event]:
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise TraceError(f"not JSON ({clean_text(str(exc), 200)})") from None
+        raise TraceError(f"not JSON ({clean_text(str(exc), 200)}){UNESCAPED_HINT}") from None
     raw_events = document.get("traceEvents") if type(document) is dict else None
     if type(raw_events) is not list:
         raise TraceError("no traceEvents list")
     if len(raw_events) > MAX_TRACE_EVENTS:
         raise TraceTooLarge(f"{len(raw_events)} events, over the {MAX_TRACE_EVENTS} counted")
+    _check_layout(data, document, raw_events)
     events = []
     for raw in raw_events:
-        if type(raw) is not dict:
-            raise TraceError("an event is not an object")
         category = raw.get("cat")
         if raw.get("ph") != "X" or type(category) is not str or category not in KEPT_CATEGORIES:
             continue
@@ -804,6 +890,29 @@ def _missing_canaries(
     ]
 
 
+def _extra_runner_windows(
+    nesting: _Nesting, windows: Sequence[int], by_kind: Mapping[str, Mapping[int, list[int]]]
+) -> list[str]:
+    """A finding unless the runner's windows named with the nonce are exactly one copy
+    window and one canary window per step, each directly inside its step's window: what
+    lies in them is left out of the counts, so a program that learnt the nonce could
+    open more of them around its own work."""
+    wrong = sorted(
+        {
+            f"{kind}#{k}"
+            for kind, found in by_kind.items()
+            for k, indices in found.items()
+            if k >= len(windows) or len(indices) != 1 or nesting.parent[indices[0]] != windows[k]
+        }
+    )
+    if not wrong:
+        return []
+    return [
+        f"the trace holds windows named as the runner's that the runner did not open as "
+        f"such ({', '.join(wrong[:5])}): work inside them would go uncounted"
+    ]
+
+
 def _program_window(events: Sequence[_Event], nonce: str) -> tuple[_Event | None, list[str]]:
     """The runner's ``bw_program/<nonce>`` window, from the program's import to the end
     of its last step, or the finding that it is not there exactly once."""
@@ -873,13 +982,15 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
         return TraceFacts(findings=findings + program_findings)
     canaries = _canary_windows(events, nonce)
     canary_set = {index for indices in canaries.values() for index in indices}
-    keeps = {i for ids in _canary_windows(events, nonce, "bw_keep#").values() for i in ids}
+    keep_windows = _canary_windows(events, nonce, "bw_keep#")
+    keeps = {i for ids in keep_windows.values() for i in ids}
     nesting = _Nesting.of(events, set(windows), canary_set | keeps)
     facts = TraceFacts(
         syncs=[0] * steps,
         launches=[0] * steps,
         step_s=[(events[w].end - events[w].start) / 1e6 for w in windows],
         findings=_missing_canaries(events, nesting, windows, canaries)
+        + _extra_runner_windows(nesting, windows, {"bw_canary": canaries, "bw_keep": keep_windows})
         + _work_in_runner_windows(events, nesting, canary_set)
         + _work_outside(events, program),
     )
@@ -1611,7 +1722,12 @@ def _signal_ratio(result: Reprofile, spec: ProgramSpec) -> None:
         )
         result.signal_ratio = 1.0 if sub_mean == 0 else math.inf
         return
-    result.signal_ratio = sub_mean / ref_mean
+    # The worse of the run's ratio and the worst profiled step's: a task's "at most a
+    # tenth" holds over the run and in every step.
+    ref_step = sum(ref.signal_per_step) / max(len(ref.signal_per_step), 1)
+    worst = max(sub.signal_per_step, default=0.0)
+    worst_step = worst / ref_step if ref_step else (math.inf if worst else 0.0)
+    result.signal_ratio = max(sub_mean / ref_mean, worst_step)
     result.significant = sub_mean < ref_mean and max(sub.signal_per_step) < min(ref.signal_per_step)
 
 

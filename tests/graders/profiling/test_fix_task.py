@@ -42,7 +42,7 @@ def test_the_catalog_task_parses_to_its_settings():
         "train.py",
         "inputs.py",
     )
-    assert (task.spec.signal, task.spec.steps, task.max_ratio) == ("syncs", 3, 0.25)
+    assert (task.spec.signal, task.spec.steps, task.max_ratio) == ("syncs", 3, 0.1)
     assert task.spec.tolerances["float32"] == (1e-5, 1e-5)
     assert task.spec.cuda is False
 
@@ -88,7 +88,7 @@ def test_solvers_see_how_they_are_measured_not_the_inputs():
         "signal": "syncs",
         "steps": 3,
         "warmup": 1,
-        "max_ratio": 0.25,
+        "max_ratio": 0.1,
         "timeout_s": 120,
         "tolerances": {"float32": {"atol": 1e-5, "rtol": 1e-5}},
     }
@@ -145,7 +145,7 @@ def test_a_partial_fix_is_wrong_with_the_ratio_it_reached(gradings):
     assert report["verdict"] == "wrong_answer"
     ratio = KIND.metrics_of(report)["signal_ratio"]
     assert ratio is not None and 0.1 < ratio < 0.5
-    assert "not down to 0.1 times" in report["reason"]
+    assert "not down to 0.04 times" in report["reason"]
     met, why = KIND.score_kind_rule(
         {"type": "signal_ratio", "at_most": 0.5}, report=report, on_target=True
     )
