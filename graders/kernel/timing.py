@@ -22,7 +22,9 @@ The figure of a batch is decided by the grader alone (see ``batch``):
 
 Batch length comes from the reference's warm-up only: enough calls for the
 reference to spend ``BATCH_CPU_S`` in a batch, within the time budget and the
-memory a batch's inputs and outputs take; one untimed pair of that length
+memory a batch's inputs and outputs take, and never under two calls outside the
+interpreter (an output must stay as returned until its batch ends, which only a
+batch of two calls or more can check); one untimed pair of that length
 settles both heaps before the first timed pair. Pairs of batches alternate which
 side goes first; the speedup is the median of the pairs' ratios, with a
 sign-test interval (``timing.sign_test_interval``), and it is significant
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from .grading import _Grading
 
 BATCH_CPU_S = 0.02  # the reference's work in one batch
+MIN_CALLS_PER_BATCH = 2
 MAX_CALLS_PER_BATCH = 200
 # Inputs and outputs of one batch are held by the grader at once.
 BATCH_MEMORY_BYTES = 128 * 1024 * 1024
@@ -180,7 +183,7 @@ class Timing:
         timed batch holds (its outputs are kept until the batch ends), so the first
         timed pair does not charge the page faults of that growth to one side only
         (a submission that grew its heap at import would start 2x ahead)."""
-        if self.mode == "interpreter" or self.calls_per_batch <= 1:
+        if self.mode == "interpreter":
             return
         pair = self.g.run_pair(self.calls_per_batch, events=self.events)
         self.g.require_correct(pair, "settling batch")
@@ -199,7 +202,11 @@ class Timing:
         )
         per_call_bytes += 2 * self.g.output_bytes_per_call
         by_memory = BATCH_MEMORY_BYTES / max(per_call_bytes, 1)
-        return int(max(1, min(wanted, by_budget, by_memory, MAX_CALLS_PER_BATCH)))
+        # Two calls at least: the grader reads every earlier output of a batch again at
+        # its end (``batch._check_outputs_kept``), which a batch of one call never does,
+        # so a buffer handed out again and again would pass on a host slow enough to give
+        # long calls batches of one, and be caught on a quicker one.
+        return int(max(MIN_CALLS_PER_BATCH, min(wanted, by_budget, by_memory, MAX_CALLS_PER_BATCH)))
 
     def _pairs(self) -> None:
         if self.mode == "interpreter":
