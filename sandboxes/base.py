@@ -8,7 +8,8 @@ time, and the files the caller asked to collect from the work dir.
 Graders that need to drive a long-lived process (the kernel harness times
 batches of calls it is told to make) use ``start()``: the returned
 ``SandboxProcess`` exposes a command pipe into the sandbox and a reply pipe out
-of it, seen inside as file descriptors ``CHANNEL_IN_FD`` and ``CHANNEL_OUT_FD``.
+of it (one-way socket pairs: ``channel_pipe``), seen inside as file descriptors
+``CHANNEL_IN_FD`` and ``CHANNEL_OUT_FD``.
 Everything read from the reply pipe is hostile data: the submission shares the
 process that writes it. A request may also ask for an *arena* (shared memory
 the grader writes inputs into, seen inside as ``ARENA_FD``; see ``arena.py``),
@@ -21,6 +22,7 @@ database credentials.
 from __future__ import annotations
 
 import dataclasses
+import socket
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -46,6 +48,19 @@ NETWORKS: tuple[Network, ...] = ("none", "loopback")
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
+
+
+def channel_pipe() -> tuple[int, int]:
+    """A one-way channel, (read end, write end), both close-on-exec: two connected Unix
+    stream sockets, each shut in the direction it does not carry, so they behave as a
+    pipe does. Sockets, not a pipe: a pipe's end can be opened again through
+    ``/proc/self/fd/N`` under a new number, a socket's cannot (``ENXIO``), so a
+    channel descriptor a seccomp filter refuses to some code stays out of its reach
+    (the re-profile runner's program thread: ``graders/profiling/profile_runner``)."""
+    reader, writer = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    reader.shutdown(socket.SHUT_WR)
+    writer.shutdown(socket.SHUT_RD)
+    return reader.detach(), writer.detach()
 
 
 def python_env(workdir: str, *, threads: int = 1, tmpdir: str = "/tmp") -> dict[str, str]:  # noqa: S108

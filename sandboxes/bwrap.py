@@ -114,6 +114,7 @@ from .base import (
     Sandbox,
     SandboxError,
     SandboxUnavailable,
+    channel_pipe,
 )
 from .supervise import RunFds, SupervisedProcess, renumber_high, split_exit_code
 from .workdir import TmpfsWorkdir, make_state_dir, relative_path, stage_for, sweep_stale
@@ -535,8 +536,8 @@ class _RunResources:
 
     def _open_pipes(self) -> None:
         fds = self.fds
-        child_in, fds.parent_in = os.pipe2(os.O_CLOEXEC)
-        fds.parent_out, child_out = os.pipe2(os.O_CLOEXEC)
+        child_in, fds.parent_in = channel_pipe()
+        fds.parent_out, child_out = channel_pipe()
         fds.child_in, fds.child_out = renumber_high(child_in), renumber_high(child_out)
         fds.open_stdio(with_stdin=bool(self.request.stdin))
         fds.status_r, status_w = os.pipe2(os.O_CLOEXEC)

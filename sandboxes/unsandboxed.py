@@ -41,6 +41,7 @@ from .base import (
     Sandbox,
     SandboxError,
     SandboxProcess,
+    channel_pipe,
 )
 
 _HIGH_FD = 100
@@ -96,8 +97,8 @@ class UnsandboxedProcess(SandboxProcess):
         self.workdir.mkdir()
         self._write_files()
         self.paths = self._emulate_binds()
-        command_r, self.command_w = os.pipe()
-        self.reply_r, reply_w = os.pipe()
+        command_r, self.command_w = channel_pipe()
+        self.reply_r, reply_w = channel_pipe()
         high_r = os.dup2(command_r, _HIGH_FD, inheritable=False)
         high_w = os.dup2(reply_w, _HIGH_FD + 1, inheritable=False)
         os.close(command_r)

@@ -49,8 +49,12 @@ collector stays off from the first program code on (a finalizer of the
 program's would run on whatever thread the collection began, among its
 frames).
 
-Nothing this process says is believed: the program shares it and can patch
-anything in it. The grader parses the trace outside and counts the signal
+The program's thread cannot use the channel: its first job, before any program
+code exists, loads a seccomp filter for that thread alone (the threads and
+processes it starts inherit it) that refuses every call on the channel's
+descriptors (``profile_runner.channel_guard``), so no reply but the runner's
+leaves the process. Nothing this process says is believed even so: the program
+shares it and can patch anything in it. The grader parses the trace outside and counts the signal
 there; a canary or a step window missing from it is what shows a profiler
 that was turned off. The checks made here (the profiler's functions and
 ``Tensor.item`` still the objects captured before the import, the profiler's
@@ -81,6 +85,7 @@ from typing import Any
 
 import torch
 from harness.main import read_message, send
+from profile_runner.channel_guard import guard_channel
 from profile_runner.program_side import (
     PARKED_LINE,
     TRACE_FILE,
@@ -313,6 +318,10 @@ class Runner:
         self.where = "start"
         self.watch = Watch(readers=(_tensor_bytes,))
         self.thread = ProgramThread()
+        # Its first job, before any program code exists: the channel out of its reach.
+        ok, failure = self.thread.run("guarding the channel", guard_channel)
+        if not ok:
+            raise RuntimeError(f"the channel could not be guarded: {failure}")
         self.ctx: dict[str, Any] = {}
         self.entry_ready = False
 
