@@ -25,6 +25,10 @@ def test_a_catalog_serving_task_validates(folder: Path, model_dir: Path) -> None
     solution = check.solution
     assert solution is not None and solution.verdict == "accepted", table
     assert (solution.metrics.get("rate_ratio") or solution.metrics.get("goodput_ratio") or 0) > 1
+    if solution.headline.startswith("rate x"):
+        # A rate search: the expert's climb went past the reference's, brackets apart.
+        assert solution.reason.startswith("sustains about"), solution.reason
+        assert f"x{solution.metrics['rate_ratio']:.3g} of the reference's" in solution.reason
     roles = {f.role for f in check.files}
     assert roles >= {"solution", "negative", "reference"}, roles
     negatives = [f for f in check.files if f.role == "negative"]

@@ -166,32 +166,7 @@ def test_a_run_at_a_higher_rate_lasts_as_long_not_as_many_requests() -> None:
     assert requests_at(SPEC.workload, 3) == 24  # never fewer than the workload's own
 
 
-@pytest.fixture(scope="module")
-def climbed(model_dir: Path) -> ServingResult:
-    manifest = copy.deepcopy(MANIFEST)
-    manifest["grading"]["objective"] = {"kind": "max_rate", "rates": [4, 8, 16, 32]}
-    spec = ServingSpec.from_manifest(manifest, {"reference/engine.toml": "max_num_seqs = 1\n"})
-    return grade_serving(
-        spec,
-        REFERENCE,
-        {"max_num_seqs": 16, "max_model_len": 1024},
-        model_dir=model_dir,
-        backend=get_backend("bwrap"),
-    )
-
-
-def test_a_rate_search_finds_the_batching_config_sustains_more(climbed: ServingResult) -> None:
-    assert climbed.verdict == "accepted", (climbed.reason, climbed.as_dict())
-    reference, submission = climbed.reference, climbed.submission
-    # One sequence at a time cannot keep up with 16 requests a second; sixteen can.
-    assert [p.rate for p in reference.points][:2] == [4, 8] and not reference.points[-1].sustained
-    assert submission.points[2].rate == 16 and submission.points[2].sustained
-    assert reference.max_rate is not None and submission.max_rate is not None
-    assert submission.max_rate > reference.max_rate and climbed.significant
-    assert climbed.rate_ratio == round(submission.max_rate / reference.max_rate, 4)
-    low, high = climbed.rate_ratio_ci or (0, 0)
-    assert low <= climbed.rate_ratio <= high
-    # Each rate's runs last as long as the workload's: more requests at higher rates.
-    at_16 = [run for run in submission.runs if run.rate == 16]
-    assert len(at_16) == 3 and all(run.figures["completed"] == 32 for run in at_16)
-    assert "sustains about" in climbed.reason
+# A rate search with real engines (the reference's climb stopping where it misses, the
+# submission's going on, brackets apart) is what every catalog serving task's expert
+# config is graded by: test_catalog_tasks.py checks it there, with no engines started
+# for it here.
