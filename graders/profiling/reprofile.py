@@ -157,7 +157,11 @@ profile hook from the program's import to the end of the profiled steps
 views that differ between calls (warm-up calls and steps), since reads
 through a view kept from an earlier call are invisible; a Python thread the
 hook does not watch (threads started while it is on are watched) alive at a
-step's end; for ``launches``, any host read in a step. Always, from the
+step's end; on a CPU host, an operator in the program's window on a thread
+the runner does not watch (the runner reports its watched threads' kernel ids,
+the trace's tids: torch's autograd engine runs a backward nested past its depth
+limit on a C++ thread of its own, with no hook and, between its tasks, no
+frame for the step's check to see); for ``launches``, any host read in a step. Always, from the
 runner: the program calling ``sys.setprofile`` / ``settrace`` /
 ``getprofile`` / ``gettrace``, ``threading.setprofile`` / ``settrace``,
 ``gc.get_objects`` / ``get_referrers`` / ``get_referents``,
@@ -183,9 +187,11 @@ complete forged trace during its steps is not caught by these checks; the
 outputs of every call are still checked, and step-time figures come from
 outside. Switching recording off
 (``torch.autograd._enable_record_function``, replaced in the process by a
-function that reports the attempt) and the dispatcher's redispatch
+function that reports the attempt), the dispatcher's redispatch
 (``OpOverload.redispatch``, ``redispatch_boxed``, an overload's ``_op_dk``
-called by the program: operators run unrecorded) are findings;
+called by the program) and a kernel called on its own (``call_boxed`` on what
+``torch.library.get_kernel`` hands out): operators run unrecorded, and each
+is a finding;
 ``redispatch_boxed`` called from C code (``map``) is not seen.
 Every name the runner looks up as it runs (its modules', the harness's, its
 classes' methods) is checked against what it held before the import: a
@@ -449,6 +455,8 @@ LIMIT_KINDS = {
     "processes": "crashed",
 }
 KEPT_CATEGORIES = frozenset({"cpu_op", "user_annotation", "cuda_runtime"})
+# The most threads a runner reports watching (the program may start a few).
+MAX_WATCHED_THREADS = 4096
 STEP_PATTERN = re.compile(r"ProfilerStep#(\d{1,9})")
 PROGRAM_NAME = "bw_program/{nonce}"  # the runner's window around the program's run
 CANARY_OP = "aten::add"
@@ -653,6 +661,8 @@ class TraceFacts:
     findings: list[str] = field(default_factory=list)
     # The sparse operators seen in the program's window (``is_sparse_operator``).
     sparse: list[str] = field(default_factory=list)
+    # The threads (tids) that ran the program's operators in its window.
+    operator_threads: set[Any] = field(default_factory=set)
 
 
 def _thread_id(value: Any) -> Any:
@@ -1017,6 +1027,8 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
         else:
             facts.syncs_outside += sync
             facts.launches_outside += launch
+        if event.cat == "cpu_op":
+            facts.operator_threads.add(event.thread[1])
         sparse = event.cat == "cpu_op" and is_sparse_operator(event.name)
         if sparse and event.name not in facts.sparse:
             facts.sparse.append(event.name)
@@ -1412,6 +1424,7 @@ class HostReads:
     warmup: list[dict[str, int]]
     steps: list[dict[str, int]]
     unwatched_steps: list[int]
+    threads: set[int]  # the watched threads' kernel ids (the trace's tids)
 
 
 def _read_counts(value: Any) -> dict[str, int] | None:
@@ -1441,13 +1454,18 @@ def _host_reads(value: Any, spec: ProgramSpec) -> HostReads | None:
     warmup = _count_list(value.get("warmup"), spec.warmup)
     steps = _count_list(value.get("steps"), spec.steps)
     unwatched = value.get("unwatched_steps")
+    threads = value.get("threads")
     if at_import is None or between is None or warmup is None or steps is None:
         return None
-    if type(unwatched) is not list:
+    if type(unwatched) is not list or type(threads) is not list:
         return None
     if len(unwatched) > spec.steps or not all(is_count(k) and k < spec.steps for k in unwatched):
         return None
-    return HostReads(at_import, between, warmup, steps, [int(k) for k in unwatched])
+    if len(threads) > MAX_WATCHED_THREADS or not all(is_count(t) and t < 2**32 for t in threads):
+        return None
+    return HostReads(
+        at_import, between, warmup, steps, [int(k) for k in unwatched], {int(t) for t in threads}
+    )
 
 
 def _timed_batch(
@@ -1570,6 +1588,7 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
             "return, with no sync recorded on a CPU host"
         )
     _host_read_findings(measure, spec, program.host_reads)
+    _unwatched_threads(measure, spec, facts, program.host_reads)
     measure.syncs_per_step = [
         syncs + reads for syncs, reads in zip(facts.syncs, measure.host_reads_per_step, strict=True)
     ]
@@ -1627,6 +1646,29 @@ def _host_read_findings(measure: SideMeasure, spec: ProgramSpec, reads: HostRead
         measure.integrity.append(
             f"it moves work out of torch where the profiler cannot count it: it reads "
             f"tensor memory on the host in the profiled steps ({_labels(reads_of_tensors)})"
+        )
+
+
+def _unwatched_threads(
+    measure: SideMeasure, spec: ProgramSpec, facts: TraceFacts, reads: HostReads
+) -> None:
+    """On a CPU host, operators of the program's window run on its own threads: the
+    program's thread and those it started, all watched (``HostReads.threads``). A thread
+    torch starts in C++ and runs Python on (the autograd engine's, for a backward
+    nested past its depth limit) has no hook, and no frame between its tasks for the
+    runner's check of each step to see: host reads there cannot be counted, and its
+    operators are the sign. (On a GPU host the autograd engine runs a device's backward
+    on a thread of its own, and a read of device memory shows in the trace wherever it
+    is made.)"""
+    if spec.cuda or spec.signal == "step_time":
+        return
+    others = sorted(t for t in facts.operator_threads if t not in reads.threads)
+    if others:
+        shown = ", ".join(clean_text(t, 40) for t in others[:3])
+        measure.integrity.append(
+            f"operators ran on a thread the runner does not watch (tid {shown}; torch's "
+            "autograd engine starts one for a backward nested past its depth limit): "
+            "its host reads cannot be counted"
         )
 
 

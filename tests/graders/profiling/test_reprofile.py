@@ -555,8 +555,12 @@ def test_a_report_of_host_reads_with_counts_no_runner_makes_is_refused(count: An
         "warmup": [{} for _ in range(spec.warmup)],
         "steps": [{"Tensor.tolist": 2} for _ in range(spec.steps)],
         "unwatched_steps": [],
+        "threads": [41, 42],
     }
     assert _host_reads(report, spec) is not None
+    report["threads"] = [count]
+    assert _host_reads(report, spec) is None
+    report["threads"] = [41]
     report["steps"][0] = {"Tensor.tolist": count}
     assert _host_reads(report, spec) is None
 
