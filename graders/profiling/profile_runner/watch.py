@@ -579,6 +579,7 @@ def _wrap_c_function(name: str) -> Any:
 # made. A call straight from the program's code is tampering; torch's own ``decompose``
 # calls it for the program, and the operators a composite kernel runs are recorded.
 OP_DK = "OpOverload._op_dk"
+REDISPATCH = "OpOverload.redispatch"
 
 
 def _watched_op_dk(op_dk: Any) -> Any:
@@ -978,7 +979,7 @@ def _python_functions() -> dict[int, tuple[str, types.CodeType]]:
         ("ctypes.cast", ctypes.cast),
         ("threading.setprofile", threading.setprofile),
         ("threading.settrace", threading.settrace),
-        ("OpOverload.redispatch", torch._ops.OpOverload.redispatch),
+        (REDISPATCH, torch._ops.OpOverload.redispatch),
         (KERNEL_CALL, _call_boxed),
         ("ctypes.CDLL", ctypes.CDLL.__init__),
         ("the frame.f_trace setter", _set_frame_trace),
@@ -1014,7 +1015,7 @@ TAMPERING = _JIT_REFUSED_LABELS | frozenset(
         "os.system",
         "_posixsubprocess.fork_exec",
         # The dispatcher's redispatch runs an operator with no RecordFunction: unrecorded.
-        "OpOverload.redispatch",
+        REDISPATCH,
         "redispatch_boxed",
         KERNEL_CALL,
         OP_DK,
@@ -1259,8 +1260,9 @@ class Watch:
                 chosen = frame.f_locals.get("pickle_module", _pickle)
                 if chosen is not _pickle:
                     self._record(FOREIGN_PICKLER)
-            if label in (OP_DK, PROFILER_QUERY):
-                # The program's own call only (see OP_DK, PROFILER_QUERY).
+            if label in (OP_DK, PROFILER_QUERY, REDISPATCH):
+                # The program's own call only (see OP_DK, PROFILER_QUERY): torch's own
+                # custom operators redispatch for the program, and record what they run.
                 if caller is not None and caller.f_code is _getattribute_code:
                     caller = caller.f_back
                 if caller is not None and self._programs(caller.f_code):
