@@ -31,6 +31,9 @@ from typing import Any
 
 import pyseccomp as seccomp
 
+# harness.main's CHANNEL_IN_FD and CHANNEL_OUT_FD (sandboxes.base's, inside): written
+# out here so that the guard imports nothing but libseccomp's binding, and can be
+# tried on its own in a sandbox (tests/graders/profiling/test_channel_guard.py).
 CHANNEL_FDS = (3, 4)
 PR_SET_SECCOMP = 22
 

@@ -160,3 +160,9 @@ def test_every_call_the_guard_names_is_known_to_this_libseccomp() -> None:
         channel_guard.seccomp.SyscallFilter(channel_guard.seccomp.ALLOW).add_rule(
             channel_guard.seccomp.ERRNO(1), "no_such_call"
         )
+
+
+def test_the_guard_names_the_sandboxes_channel() -> None:
+    from sandboxes.base import CHANNEL_IN_FD, CHANNEL_OUT_FD
+
+    assert channel_guard.CHANNEL_FDS == (CHANNEL_IN_FD, CHANNEL_OUT_FD)
