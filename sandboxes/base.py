@@ -244,6 +244,10 @@ class Sandbox(ABC):
     """A sandbox backend."""
 
     name: str
+    # Whether what runs inside has a PID namespace of its own, where the kernel numbers
+    # only its own threads and processes (a profile runner counts them; see
+    # graders.profiling.profile_runner.watch).
+    own_pid_namespace: bool = True
 
     @abstractmethod
     def check(self) -> None:

@@ -294,6 +294,7 @@ class Unsandboxed(Sandbox):
     """No isolation whatsoever: development and benchmarks only (see module docstring)."""
 
     name = "unsandboxed"
+    own_pid_namespace = False
 
     def __init__(self, *, allow_unsafe: bool = False) -> None:
         if allow_unsafe is not True:

@@ -131,7 +131,13 @@ profiler records (work hidden in the profiler's own stop, say). The trace
 leaves the process in the ``run`` reply, read back as soon as torch's C++
 wrote it: a file the program rewrites later is never read, and no audit hook
 of the program's can sit in the runner's open (the runner's own refuses
-them). A profiler
+them). The runner's windows are the C handles of torch's record-function
+operators, and its stop (the windows closed, the session ended, the trace
+saved) is C calls alone, run from a sealed copy of its module after the last
+check of what the program may not rebind: no code of the program's runs
+between that check and the trace's read. The session's switches
+(``_enable_profiler``, ``_disable_profiler``, ``_toggle_collection_dynamic``
+and their kin) called by the program are tampering. A profiler
 stopped, restarted or switched off at any point of the profiled steps loses a
 canary or a window: torch records nothing after the session ends, a new
 session has none of the earlier events, and CPU collection switched off
@@ -157,12 +163,15 @@ profile hook from the program's import to the end of the profiled steps
 views that differ between calls (warm-up calls and steps), since reads
 through a view kept from an earlier call are invisible; a Python thread the
 hook does not watch (threads started while it is on are watched) alive at a
-step's end; on a CPU host, an operator in the program's window on a thread
-the runner does not watch (the runner reports its watched threads' kernel ids,
-the trace's tids: torch's autograd engine runs a backward nested past its depth
-limit on a C++ thread of its own, with no hook and, between its tasks, no
-frame for the step's check to see); for ``launches``, any host read in a step. Always, from the
-runner: the program calling ``sys.setprofile`` / ``settrace`` /
+step's end; a thread started while the hook was on that never ran the
+watch's thread entry (the sandbox's PID namespace numbers every thread the
+process starts, ``Watch._unhooked_threads``); on a CPU host, an operator in
+the program's window on a thread the runner does not watch (the runner
+reports its watched threads' kernel ids, the trace's tids: torch's autograd
+engine runs a backward nested past its depth limit on a C++ thread of its
+own, with no hook and, between its tasks, no frame for the step's check to
+see); for ``launches``, any host read in a step. Always, from the runner:
+the program calling ``sys.setprofile`` / ``settrace`` /
 ``getprofile`` / ``gettrace``, ``threading.setprofile`` / ``settrace``,
 ``gc.get_objects`` / ``get_referrers`` / ``get_referents``,
 ``sys._current_frames``, setting a frame's ``f_trace``, or starting a process
@@ -365,6 +374,8 @@ SCALAR_READS = frozenset(
         # arguments were; given device values, each blocks a CUDA host too.
         "aten::tensor_split",
         "aten::bincount",
+        # A shape given as a tensor, read with an accessor: a value back as a dimension.
+        "aten::_reshape_from_tensor",
         "aten::_pack_padded_sequence",
         "aten::_sparse_coo_tensor_with_dims_and_tensors",
         # A sparse tensor's number of entries, found by merging duplicates or dropping
@@ -380,6 +391,7 @@ SCALAR_READS = frozenset(
         "aten::_nested_view_from_buffer_copy",
         "aten::_nested_tensor_from_mask",
         "aten::_nested_from_padded",
+        "aten::_nested_from_padded_tensor",
         "aten::_nested_tensor_from_tensor_list",
         "aten::_pad_packed_sequence",
         # The CTC loss's alignment table is as long as the longest target: a value.
@@ -1151,6 +1163,7 @@ class _Program:
 
     def __init__(self, role: str, backend: Sandbox, request: RunRequest) -> None:
         self.role = role
+        self.backend = backend
         self.measure = SideMeasure(role)
         self.side: Side | None = None
         self.result: RunResult | None = None
@@ -1392,6 +1405,7 @@ def _run(
         "entry": spec.entry,
         "inputs_module": spec.inputs_module,
         "cuda": spec.cuda,
+        "own_pid_namespace": program.backend.own_pid_namespace,
     }
     with other.paused():
         reply = program.ask("run", header, timeout_s, max_bytes=reply_cap)

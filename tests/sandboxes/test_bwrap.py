@@ -230,6 +230,30 @@ print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "euid": os.geteuid(),
     assert seen["pid"] == 2  # its own PID namespace, bwrap's init is PID 1
 
 
+def test_the_namespace_numbers_every_thread_the_process_starts(sandbox):
+    """What the profile runner's count of unhooked threads rests on
+    (``Watch._unhooked_threads``): in the sandbox's PID namespace only the sandboxed
+    process starts tasks, so the last id handed out moves by exactly one per thread,
+    whether the thread still runs or is long gone, and no other number is taken."""
+    assert BwrapSandbox.own_pid_namespace
+    code = """
+import _thread, json, threading, time
+from pathlib import Path
+last = lambda: int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+ids, before = [], last()
+for _ in range(5):
+    done = _thread.allocate_lock()
+    done.acquire()
+    _thread.start_new_thread(lambda: (ids.append(threading.get_native_id()), done.release()), ())
+    done.acquire()
+time.sleep(0.05)
+print(json.dumps({"before": before, "after": last(), "ids": ids}))
+"""
+    seen = report(run_py(sandbox, code))
+    assert seen["ids"] == list(range(seen["before"] + 1, seen["before"] + 6))
+    assert seen["after"] == seen["before"] + 5
+
+
 # --- limits -------------------------------------------------------------------------
 
 

@@ -334,9 +334,9 @@ class Runner:
         ok, failure = self._job("inputs", _make_inputs, header)
         if not ok:
             return {"raised": failure, "violations": []}, []
-        ok, failure = self._job("starting the profiler", _start_profiler, self.cuda)
+        ok, keys = self._job("starting the profiler", _start_profiler, self.cuda)
         if not ok:
-            return {"raised": failure, "violations": []}, []
+            return {"raised": keys, "violations": []}, []
         violations: list[str] = []
         outputs: list[dict[str, Any]] = []
         blobs: list[memoryview] = []
@@ -345,12 +345,14 @@ class Runner:
         # (the watch's hook switches the collector back off if the program turns it on).
         _gc_disable()
         raised = self._profiled_steps(header, (outputs, blobs), violations)
-        ok, stopped = self._job("stopping the profiler", _stop_profiler, self.cuda)
+        ok, stopped = self._job("stopping the profiler", _stop_profiler, self.cuda, keys)
         if ok and type(stopped) is tuple and len(stopped) == 2:
             violations += stopped[0]
         else:
             error = stopped.get("type", "") if type(stopped) is dict else ""
             violations.append(f"the profiler could not be stopped ({error})")
+        # No code of the program's runs in the stop: anything it rebound there shows.
+        violations += changed("while the profiler stopped")
         violations += self.watch.violations
         if self.thread.lost:
             violations.append(
@@ -379,7 +381,8 @@ class Runner:
         what the program raised, if it did."""
         nonce = str(header["nonce"])
         warmup, steps = len(header["seeds"]["warmup"]), len(header["seeds"]["profiled"])
-        self.watch.start(warmup, steps, self.thread.ident)
+        count_tasks = header.get("own_pid_namespace") is True
+        self.watch.start(warmup, steps, self.thread.ident, count_tasks)
         # What the runner and its watch hold, by identity (a tuple: no program code can
         # change it): an attribute set on either is a finding. Which call runs, where
         # reads go, whether the watch is on and the marks it counted change as the runner
@@ -539,6 +542,7 @@ def _sealed_runner() -> dict[str, Any]:
     the modules' own: their globals are within the program's reach."""
     import harness.main as harness_main
     import harness.protocol as harness_protocol
+    import profile_runner.program_side as program_side
     import profile_runner.watch as watch_module
 
     def watch_tables(namespace: dict[str, Any]) -> None:
@@ -551,6 +555,9 @@ def _sealed_runner() -> dict[str, Any]:
         left_open=("start_new_thread", "_thread_entry", "trace_mark"),
         rebuild=watch_tables,
     )
+    # The profiler's stop runs on the program's thread, but after the program's last
+    # code: its sealed copy looks up no name the program could have rebound.
+    program = sealed(program_side)
     channel_protocol = types.SimpleNamespace(**sealed(harness_protocol))
     channel = sealed(harness_main, rebuild=lambda ns: ns.update(protocol=channel_protocol))
     runner = sealed(sys.modules[__name__])
@@ -559,6 +566,7 @@ def _sealed_runner() -> dict[str, Any]:
         if getattr(value, "__module__", None) == watch_module.__name__ and key in watch:
             runner[key] = watch[key]
     runner.update(send=channel["send"], read_message=channel["read_message"])
+    runner["_stop_profiler"] = program["_stop_profiler"]
     return runner
 
 

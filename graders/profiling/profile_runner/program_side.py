@@ -47,6 +47,31 @@ _profile = torch.profiler.profile
 _profile_enter = torch.profiler.profile.__enter__
 _profile_exit = torch.profiler.profile.__exit__
 _record_function = torch.profiler.record_function
+# The runner's own windows (the program's, each step's) are opened and closed, and the
+# profiler's session stopped and its trace saved, by C functions alone: no Python code
+# of torch's (whose names the program can rebind) and no attribute of an object the
+# program can reach (a window's or the profiler's ``__exit__``, set on the instance) runs
+# in between. The stop comes after the watch is off, where code of the program's would
+# run unwatched, free to edit the trace before the runner reads it.
+_window_enter = torch.ops.profiler._record_function_enter_new.default._op
+_window_exit = torch.ops.profiler._record_function_exit._RecordFunction._op
+_Handle = torch._C.ScriptObject  # what _window_enter hands back
+# No __torch_function__ of anyone's (a class attribute set on ScriptObject, a mode the
+# program left pushed) runs inside the ops: a C context manager, on an immutable type.
+_NoTorchFunction = torch._C.DisableTorchFunction
+_disable_profiler = torch._C._autograd._disable_profiler
+_ProfilerResult = torch._C._autograd._ProfilerResult
+_result_save = _ProfilerResult.save
+_result_start_ns = _ProfilerResult.trace_start_ns
+# The dispatcher's thread-local keys: with a dispatch mode pushed, or the Python
+# dispatcher on, an operator (the windows' too) would run Python code of the program's.
+_include_keys = torch._C._dispatch_tls_local_include_set
+_exclude_keys = torch._C._dispatch_tls_local_exclude_set
+_keys_repr = torch._C.DispatchKeySet.__repr__
+_cuda_memory_stats = getattr(torch._C, "_cuda_memoryStats", None)
+_cuda_device = getattr(torch._C, "_cuda_getDevice", None)
+_cuda_sync = getattr(torch._C, "_cuda_synchronize", None)
+_len, _type, _int = len, type, int
 _activity = torch.profiler.ProfilerActivity
 _canary_op = torch.ops.aten.add.Tensor
 _dispatch_modes = torch._C._len_torch_dispatch_stack
@@ -182,7 +207,14 @@ def _make_inputs(ctx: dict[str, Any], header: dict[str, Any]) -> None:
     ctx["profiled"] = [(seed, inputs(seed)) for seed in header["seeds"]["profiled"]]
 
 
-def _start_profiler(ctx: dict[str, Any], cuda: bool) -> None:
+def _dispatch_keys() -> tuple[str, str]:
+    return (_keys_repr(_include_keys()), _keys_repr(_exclude_keys()))
+
+
+def _start_profiler(ctx: dict[str, Any], cuda: bool) -> tuple[str, str]:
+    """The profiler's session, started before any program code exists (the profiler
+    object is dropped: the session is stopped by ``_stop_profiler``, in C); hands back
+    the dispatcher's thread-local keys as they are now."""
     ctx["canary"] = torch.zeros(1, device="cuda" if cuda else "cpu")
     TRACE_PATH.parent.mkdir(parents=True, exist_ok=True)
     activities = [_activity.CPU] + ([_activity.CUDA] if cuda else [])
@@ -194,22 +226,30 @@ def _start_profiler(ctx: dict[str, Any], cuda: bool) -> None:
         ),
     )
     _profile_enter(profiler)
-    ctx["profiler"] = profiler
     sys.path.insert(0, str(PROGRAM_ROOT))
     os.chdir(PROGRAM_ROOT)
+    return _dispatch_keys()
 
 
 def _open_window(ctx: dict[str, Any], name: str) -> None:
-    window = _record_function(name)
-    window.__enter__()
-    ctx.setdefault("windows", []).append(window)
+    with _NoTorchFunction():
+        handle = _window_enter(name, None)
+    ctx["windows"].append(handle)
 
 
 def _close_windows(ctx: dict[str, Any], keep: int = 0) -> None:
-    """Close the open record_function windows, innermost first, down to ``keep``."""
-    windows = ctx.get("windows", [])
-    while len(windows) > keep:
-        windows.pop().__exit__(None, None, None)
+    """Close the runner's open windows, innermost first, down to ``keep``. Only the
+    handles ``_open_window`` made: anything else the program put in their place raises
+    (a run whose windows cannot be closed is refused)."""
+    windows = ctx["windows"]
+    if _type(windows) is not list:
+        raise TypeError("the runner's windows were replaced")
+    while _len(windows) > keep:
+        handle = windows.pop()
+        if _type(handle) is not _Handle:
+            raise TypeError("a window of the runner's was replaced")
+        with _NoTorchFunction():
+            _window_exit(handle)
 
 
 def _install(ctx: dict[str, Any], install: Any, nonce: str) -> None:
@@ -217,6 +257,7 @@ def _install(ctx: dict[str, Any], install: Any, nonce: str) -> None:
     does from its import to its last step counts, wherever it falls (work moved to the
     import or between the steps too)."""
     install()
+    ctx["windows"] = []
     _open_window(ctx, PROGRAM_NAME.format(nonce=nonce))
 
 
@@ -271,21 +312,37 @@ def _step_keep(ctx: dict[str, Any], k: int, nonce: str, cuda: bool) -> tuple[Any
     return (node, blobs, finding if modes else None)
 
 
-def _stop_profiler(ctx: dict[str, Any], cuda: bool) -> tuple[Any, ...]:
-    """Close the windows still open and stop the profiler, which writes its trace. A
-    session that some other code ended first leaves an empty result, which torch cannot
-    write (it crashes the process): that is reported instead."""
-    _close_windows(ctx)
-    profiler = ctx.pop("profiler", None)
-    if profiler is None:
-        return ([], None)
-    _profile_exit(profiler, None, None, None)
-    result = getattr(profiler.profiler, "kineto_results", None)
-    peak = int(torch.cuda.max_memory_allocated()) if cuda and torch.cuda.is_available() else None
-    if result is None or result.trace_start_ns() == 0:
-        return (["the profiler's session had already ended when the runner stopped it"], peak)
-    result.save(TRACE_FILE)
-    return (_torchscript_calls(result), peak)
+def _stop_profiler(ctx: dict[str, Any], cuda: bool, keys: tuple[str, str]) -> tuple[Any, ...]:
+    """Close the windows still open, stop the profiler's session and save its trace,
+    all in C (see ``_window_enter``): (findings, the CUDA memory peak). Run from the
+    runner's sealed copy of this module, after the runner checked every name the
+    program may not rebind: no code of the program's runs here. A dispatcher whose
+    thread-local keys differ from the start's (a mode left pushed) would run the
+    program's code inside the windows' operators: the windows stay open and that is
+    reported. A session some other code ended first leaves an empty result, which
+    torch cannot write (it crashes the process): that is reported instead."""
+    findings = []
+    if _dispatch_keys() == keys:
+        _close_windows(ctx)
+    else:
+        findings.append(
+            "the dispatcher's thread-local keys were left changed after the profiled steps "
+            "(a dispatch mode left pushed, the Python dispatcher left on)"
+        )
+    if cuda and _cuda_sync is not None:
+        _cuda_sync()
+    result = _disable_profiler()
+    peak = None
+    if cuda and _cuda_memory_stats is not None and _cuda_device is not None:
+        # torch.cuda.max_memory_allocated's figure, read from the allocator's own table.
+        stats = _cuda_memory_stats(_cuda_device()).get("allocated_bytes", {})
+        found = stats.get("all", {}).get("peak")
+        peak = _int(found) if found is not None else None
+    if _type(result) is not _ProfilerResult or _result_start_ns(result) == 0:
+        findings.append("the profiler's session had already ended when the runner stopped it")
+        return (findings, peak)
+    _result_save(result, TRACE_FILE)
+    return (findings + _torchscript_calls(result), peak)
 
 
 def _time_batch(ctx: dict[str, Any], seeds: list[int], batch: Any, cuda: bool) -> Any:

@@ -132,6 +132,7 @@ with ``type()`` (``isinstance`` reads ``__class__``) and file names as plain
 from __future__ import annotations
 
 import _ctypes
+import _imp
 import _thread
 import contextlib
 import ctypes
@@ -177,6 +178,17 @@ def _read_file(filename: str) -> bytes:
     return b"".join(chunks)
 
 
+# The last task id the kernel handed out in this process's PID namespace.
+NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+
+
+def _last_task_id() -> int | None:
+    try:
+        return int(_read_file(NS_LAST_PID))
+    except (OSError, ValueError):
+        return None
+
+
 _TensorBase = torch._C.TensorBase
 _Tensor = torch.Tensor
 _start_new_thread = _thread.start_new_thread
@@ -206,6 +218,8 @@ _STARTERS = (
     (_thread, "start_new"),
     (threading, "_start_new_thread"),
 )
+# The names of _thread's starters, in any module object made of it.
+_STARTER_NAMES = frozenset(name for module, name in _STARTERS if module is _thread)
 
 # The C methods of tensors that read memory, wrapped as Python functions (see above).
 _C_TOLIST = _TensorBase.tolist
@@ -458,14 +472,25 @@ for _name in _STORAGE_ORIGINALS:
 # copying (over Python numbers and lists they copy): a channel for reads no profiler
 # sees, like torch.from_numpy. Replaced, on torch and on the C class that holds them, by
 # functions that call ``_over_host_memory`` (watched) when handed memory to share.
+_memoryview = memoryview
 _C_AS_TENSOR = torch._C._VariableFunctions.as_tensor
 _C_ASARRAY = torch._C._VariableFunctions.asarray
 
 
 def _shares_memory(data: Any) -> bool:
-    return not isinstance(data, _TensorBase) and any(
-        hasattr(data, name) for name in ("__array_interface__", "__array__", "__dlpack__")
-    )
+    """Whether ``as_tensor`` / ``asarray`` may make a tensor over the object's own
+    memory: an array (NumPy's interfaces, DLPack) or a buffer (``asarray`` shares a
+    ``bytearray``'s, an ``array.array``'s, an ``mmap``'s memory). Only C types export a
+    buffer in this Python, so the buffer's probe runs no code of the program's."""
+    if isinstance(data, _TensorBase):
+        return False
+    if any(hasattr(data, name) for name in ("__array_interface__", "__array__", "__dlpack__")):
+        return True
+    try:
+        _memoryview(data).release()
+    except TypeError:
+        return False
+    return True
 
 
 def _over_host_memory(as_array: bool, data: Any, args: Any, kwargs: Any) -> Any:
@@ -487,7 +512,7 @@ def _host_copy(data: Any) -> Any:
     if hasattr(data, "__dlpack__"):
         return _np.from_dlpack(data).copy()
     try:
-        return bytearray(memoryview(data))  # a buffer (frombuffer)
+        return bytearray(_memoryview(data))  # a buffer (frombuffer, asarray)
     except TypeError:
         return data  # not memory: the C function says why
 
@@ -541,9 +566,26 @@ def _asarray(obj: Any, *args: Any, **kwargs: Any) -> Any:
 torch.as_tensor, torch.asarray = _as_tensor, _asarray
 _set_on_immutable(type(torch._C._VariableFunctions), "as_tensor", staticmethod(_as_tensor))
 _set_on_immutable(type(torch._C._VariableFunctions), "asarray", staticmethod(_asarray))
+
+
+def _codes_within(*functions: Any) -> frozenset[int]:
+    """The ids of the functions' code objects and of those nested in them (their
+    generator expressions)."""
+    pending = [function.__code__ for function in functions]
+    found: set[int] = set()
+    while pending:
+        code = pending.pop()
+        found.add(id(code))
+        pending += [item for item in code.co_consts if isinstance(item, types.CodeType)]
+    return frozenset(found)
+
+
 # The runner's functions a read passes through on its way from the program's code: the
-# search for the program's frame goes on below them.
-_PASSING = frozenset(id(f.__code__) for f in (_as_tensor, _asarray, _set_))
+# search for the program's frame goes on below them. The probes of what ``as_tensor`` is
+# handed are among them: ``hasattr`` runs the object's ``__getattr__``, which may be a
+# chain of C callables that reads a tensor with the probe's frame nearest (a read made
+# for whoever called ``as_tensor``, not for the runner).
+_PASSING = _codes_within(_as_tensor, _asarray, _set_, _shares_memory, _host_copy)
 
 # torch._C's functions that hand out tensor memory (a DLPack capsule, a storage made over
 # an address) or its address: replaced by Python wrappers, each with a code object of
@@ -608,6 +650,18 @@ del _overload
 # seen as well as one made from Python; the C method is watched by name too
 # (``_c_functions``), for a program that finds it.
 KERNEL_CALL = "call_boxed"
+# The switches of the profiler's session: the runner's alone (a program that stops it and
+# starts one of its own chooses what the trace records).
+SESSION_SWITCHES = (
+    "_prepare_profiler",
+    "_enable_profiler",
+    "_disable_profiler",
+    "_enable_profiler_legacy",
+    "_disable_profiler_legacy",
+    "_toggle_collection_dynamic",
+)
+# A thread starter of _thread's C code the watch did not replace: its threads run unhooked.
+UNWATCHED_STARTER = "a thread starter the runner did not replace"
 _KernelFunction = torch._C._SafeKernelFunction
 _C_CALL_BOXED = _KernelFunction.__dict__["call_boxed"]
 
@@ -927,6 +981,10 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
         functions.append(("_posixsubprocess.fork_exec", _posixsubprocess.fork_exec))
     # Replaced torch._C functions called through an alias the rebinding missed.
     functions += list(REPLACED_C_FUNCTIONS.items())
+    functions += [
+        (f"torch._C._autograd.{name}", getattr(torch._C._autograd, name, None))
+        for name in SESSION_SWITCHES
+    ]
     for label, function in functions:
         if function is not None:
             found[function.__name__].append((label, _same(function)))
@@ -936,6 +994,10 @@ def _c_functions() -> dict[str, list[tuple[str, Any]]]:
         found["data_ptr"].append(("UntypedStorage.data_ptr", storage_check))
     for name in ("from_address", "from_buffer", "from_buffer_copy"):
         found[name].append((f"ctypes.{name}", _ctypes_class_method))
+    # Only the watch's starter calls a C starter (see start_new_thread); any other
+    # caller holds one the watch did not replace.
+    for name in _STARTER_NAMES:
+        found[name].append((UNWATCHED_STARTER, lambda _bound: True))
     found["redispatch_boxed"].append(("redispatch_boxed", lambda _bound: True))
     found["call_boxed"].append((KERNEL_CALL, lambda _bound: True))  # see KERNEL_CALL
     return dict(found)
@@ -1014,6 +1076,8 @@ TAMPERING = _JIT_REFUSED_LABELS | frozenset(
         "os.posix_spawnp",
         "os.system",
         "_posixsubprocess.fork_exec",
+        UNWATCHED_STARTER,
+        *(f"torch._C._autograd.{name}" for name in SESSION_SWITCHES),
         # The dispatcher's redispatch runs an operator with no RecordFunction: unrecorded.
         REDISPATCH,
         "redispatch_boxed",
@@ -1136,6 +1200,42 @@ def _thread_entry(box: list[Any], function: Any, args: Any, kwargs: Any) -> Any:
     return function(*args, **kwargs)
 
 
+# A second _thread module: ``_imp.create_builtin`` makes a new module object of a builtin
+# module each time it is asked (``_thread``'s initialisation is multi-phase), with
+# starters of its own that the watch never replaced, whose threads would run unhooked.
+# ``_imp``'s two functions are replaced, for the life of the process, by ones that hand
+# every module they make or run (``_imp`` itself made again included) the watch's
+# starter and these two functions.
+_C_CREATE_BUILTIN, _C_EXEC_BUILTIN = _imp.create_builtin, _imp.exec_builtin
+
+
+def _watched_module(module: Any) -> None:
+    if not issubclass(type(module), types.ModuleType):
+        return
+    namespace = _module_dict(module)
+    for name, value in (("create_builtin", _create_builtin), ("exec_builtin", _exec_builtin)):
+        if exact_get(namespace, name) is not _MISSING:
+            namespace[name] = value
+    for name in _STARTER_NAMES:
+        if type(exact_get(namespace, name)) is types.BuiltinFunctionType:
+            namespace[name] = start_new_thread
+
+
+def _create_builtin(spec: Any) -> Any:
+    module = _C_CREATE_BUILTIN(spec)
+    _watched_module(module)
+    return module
+
+
+def _exec_builtin(module: Any) -> Any:
+    done = _C_EXEC_BUILTIN(module)
+    _watched_module(module)
+    return done
+
+
+_imp.create_builtin, _imp.exec_builtin = _create_builtin, _exec_builtin
+
+
 def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
     """``_thread.start_new_thread`` while the watch is on: the new thread gets the hooks of
     the thread that starts it, taken from the interpreter (no reference to them is kept
@@ -1167,6 +1267,7 @@ class Watch:
         # The watched threads by the kernel's id, which the trace's events carry as their
         # tid: the grader finds operators run on any other thread (see ``report``).
         self.native_ids: set[int] = set()
+        self.first_task: int | None = None  # see _unhooked_threads
         self.active = False
         self._verdicts: dict[int, tuple[types.CodeType, bool]] = {}
         self._genuine: dict[str, set[types.CodeType]] = {}
@@ -1197,6 +1298,10 @@ class Watch:
         if label in TAMPERING:
             if "redispatch" in label or label in (OP_DK, KERNEL_CALL):
                 why = "it runs operators without recording them"
+            elif label == UNWATCHED_STARTER:
+                why = "the threads it starts run with no hook"
+            elif label.startswith("torch._C._autograd."):
+                why = "the profiler's session is the runner's"
             elif label == PROFILER_QUERY:
                 why = "a program may run otherwise when nobody profiles it"
             else:
@@ -1402,10 +1507,15 @@ class Watch:
 
         return audit
 
-    def start(self, warmup: int, steps: int, program_thread: int) -> None:
+    def start(
+        self, warmup: int, steps: int, program_thread: int, count_tasks: bool = False
+    ) -> None:
         """On, before the program is imported (from the runner's main thread; the hooks go
         on the program's thread with ``install``). Threads the program starts from now
-        on are started by ``start_new_thread``, which hands them the hooks."""
+        on are started by ``start_new_thread``, which hands them the hooks.
+        ``count_tasks``: the process has a PID namespace of its own (the sandbox's), in
+        which the kernel numbers every thread it starts (see ``_unhooked_threads``)."""
+        self.first_task = _last_task_id() if count_tasks else None
         self.warmup = [{} for _ in range(warmup)]
         self.steps = [{} for _ in range(steps)]
         self.watched = {program_thread}
@@ -1453,6 +1563,7 @@ class Watch:
         """Off: after the last profiled step (or when the run failed). The hooks drop
         themselves at their thread's next event."""
         self.active = False
+        self._unhooked_threads()
         for module, name in _STARTERS:
             namespace = _module_dict(module)
             if exact_get(namespace, name) is not start_new_thread:
@@ -1474,6 +1585,26 @@ class Watch:
             else:
                 why = "it reads or runs in C++ where no trace or hook looks"
             self.violations.append(f"the program called {label}: {why}")
+
+    def _unhooked_threads(self) -> None:
+        """A finding for threads started while the watch was on that never ran the
+        watch's thread entry. Whatever starter the program found (one the watch did not
+        replace, called from C where no hook sees the call), the kernel gave its thread
+        the next task id of the sandbox's PID namespace, where only this process starts
+        tasks: every id handed out since ``start`` must be a watched thread's. A thread
+        that ran and ended within a step leaves no frame for any later check to see."""
+        first = self.first_task
+        if first is None:
+            return
+        last = _last_task_id()
+        if last is None or last < first:  # unreadable, or the ids wrapped: not counted
+            return
+        unhooked = [tid for tid in range(first + 1, last + 1) if tid not in self.native_ids]
+        if unhooked:
+            self.violations.append(
+                f"{len(unhooked)} thread(s) or process(es) were started while the program "
+                "ran that the runner's hooks never watched: what they did is not counted"
+            )
 
     def report(self) -> dict[str, Any]:
         return {
