@@ -157,7 +157,10 @@ a type other than plain tensors, containers and scalars are a finding
 
 Host reads the trace cannot show (see ``syncs``) are watched by the runner's
 profile hook from the program's import to the end of the profiled steps
-(not during the timed batches). Findings, for the
+(not during the timed batches). A call the hook cannot see (a C read method
+called from C, the original the watch keeps reached through its module) still
+leaves a mark for ``tolist`` and ``numpy`` on a CPU host (``C_READ_MARK``):
+marks beyond the reads the hook counted are reads too. Findings, for the
 ``syncs`` and ``launches`` signals: a view of tensor memory (anything but
 ``tolist``, pickling and ``torch.save``, which copy) taken at import, or
 views that differ between calls (warm-up calls and steps), since reads
@@ -675,6 +678,10 @@ class TraceFacts:
     sparse: list[str] = field(default_factory=list)
     # The threads (tids) that ran the program's operators in its window.
     operator_threads: set[Any] = field(default_factory=set)
+    # Reads by torch's C read methods, as the trace shows them (``C_READ_MARK``), per
+    # step and outside the steps.
+    c_reads: list[int] = field(default_factory=list)
+    c_reads_outside: int = 0
 
 
 def _thread_id(value: Any) -> Any:
@@ -1010,6 +1017,7 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
     facts = TraceFacts(
         syncs=[0] * steps,
         launches=[0] * steps,
+        c_reads=[0] * steps,
         step_s=[(events[w].end - events[w].start) / 1e6 for w in windows],
         findings=_missing_canaries(events, nesting, windows, canaries)
         + _extra_runner_windows(nesting, windows, {"bw_canary": canaries, "bw_keep": keep_windows})
@@ -1033,12 +1041,15 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
         in_step = k >= 0 and event.start <= events[windows[k]].end
         sync = _is_sync_candidate(event) and not nesting.holds_a_read[index]
         launch = _is_operator(event) and not nesting.holds_an_operator[index]
+        c_read = _is_c_read(events, nesting, index)
         if in_step:
             facts.syncs[k] += sync
             facts.launches[k] += launch
+            facts.c_reads[k] += c_read
         else:
             facts.syncs_outside += sync
             facts.launches_outside += launch
+            facts.c_reads_outside += c_read
         if event.cat == "cpu_op":
             facts.operator_threads.add(event.thread[1])
         sparse = event.cat == "cpu_op" and is_sparse_operator(event.name)
@@ -1051,6 +1062,24 @@ def analyse_trace(data: bytes, steps: int, nonce: str) -> TraceFacts:
     ranked = sorted(operators.items(), key=lambda item: -item[1][1])[:TOP_OPERATORS]
     facts.top = [OperatorStat(name, int(count), round(us, 3)) for name, (count, us) in ranked]
     return facts
+
+
+# What a read by torch's C ``tolist`` or ``numpy`` leaves in a CPU trace, however it was
+# called (through the watched wrapper, or the C method called from C, where no hook sees
+# the call: ``map`` over the original the watch keeps, which its module holds where the
+# program can reach it): a ``resolve_conj`` then this, enclosed by no operator. The
+# grader counts each one the hook did not (``_unseen_c_reads``).
+C_READ_MARK = "aten::resolve_neg"
+# The hook's labels for the reads that leave the mark, one each.
+C_READ_LABELS = frozenset({"Tensor.tolist", "Tensor.numpy", "Tensor.__array__"})
+
+
+def _is_c_read(events: Sequence[_Event], nesting: _Nesting, index: int) -> bool:
+    event = events[index]
+    if event.cat != "cpu_op" or event.name != C_READ_MARK:
+        return False
+    above = nesting.parent[index]
+    return above is None or events[above].cat != "cpu_op"
 
 
 def _is_sync_candidate(event: _Event) -> bool:
@@ -1603,8 +1632,10 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
         )
     _host_read_findings(measure, spec, program.host_reads)
     _unwatched_threads(measure, spec, facts, program.host_reads)
+    unseen, unseen_outside = _unseen_c_reads(measure, spec, facts, program.host_reads)
     measure.syncs_per_step = [
-        syncs + reads for syncs, reads in zip(facts.syncs, measure.host_reads_per_step, strict=True)
+        syncs + reads + more
+        for syncs, reads, more in zip(facts.syncs, measure.host_reads_per_step, unseen, strict=True)
     ]
     measure.launches_per_step = facts.launches
     measure.step_times_s = facts.step_s
@@ -1620,6 +1651,7 @@ def _count_trace(program: _Program, spec: ProgramSpec, nonce: str) -> None:
     reads = program.host_reads
     outside = {
         "syncs": facts.syncs_outside
+        + unseen_outside
         + sum(reads.at_import.values())
         + sum(reads.between.values())
         + sum(sum(counts.values()) for counts in reads.warmup),
@@ -1661,6 +1693,32 @@ def _host_read_findings(measure: SideMeasure, spec: ProgramSpec, reads: HostRead
             f"it moves work out of torch where the profiler cannot count it: it reads "
             f"tensor memory on the host in the profiled steps ({_labels(reads_of_tensors)})"
         )
+
+
+def _unseen_c_reads(
+    measure: SideMeasure, spec: ProgramSpec, facts: TraceFacts, reads: HostReads
+) -> tuple[list[int], int]:
+    """The reads by torch's C read methods that the trace shows and the hook did not
+    count, per step and outside the steps: syncs for a ``syncs`` task, a finding for a
+    ``launches`` task (any host read in a step is one)."""
+
+    def seen(counts: Mapping[str, int]) -> int:
+        return sum(count for label, count in counts.items() if label in C_READ_LABELS)
+
+    unseen: list[int] = [
+        max(0, marks - seen(counts))
+        for marks, counts in zip(facts.c_reads, reads.steps, strict=True)
+    ]
+    hooked_outside = sum(seen(counts) for counts in [reads.at_import, reads.between, *reads.warmup])
+    unseen_outside = max(0, facts.c_reads_outside - hooked_outside)
+    total = sum(unseen)
+    if spec.signal == "launches" and total:
+        measure.integrity.append(
+            f"it reads tensor memory on the host in the profiled steps where the runner's "
+            f"hook did not see the call ({total} read(s) by torch's C tolist or numpy, "
+            "as the trace shows them)"
+        )
+    return unseen, unseen_outside
 
 
 def _unwatched_threads(

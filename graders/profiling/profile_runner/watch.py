@@ -685,16 +685,38 @@ C_MEMORY_WRAPPERS = {
 #   ``aten::_tensor_to_list``, ``prim::*``) is refused. It runs with no RecordFunction,
 #   so no event, and some read tensor memory in C++ (``_tensor_to_list`` copies the
 #   values into a list); with TorchScript off a program has no use for them.
+#   Which operators those are is decided by overload, and a name only the JIT knew at
+#   start stays refused whatever the program registers under it since (a dispatcher
+#   overload defined with torch.library under ``aten::_tensor_to_list`` made the name
+#   look known, and the packet then handed out the JIT's operation).
 _C_JIT_GET_OPERATION = torch._C._jit_get_operation
 _C_GET_OPERATION_OVERLOAD = torch._C._get_operation_overload
 _all_op_names = torch._C._dispatch_get_all_op_names
+# Operator names and overloads (``aten::add``, ``aten::add.Tensor``) the dispatcher has.
 _DISPATCHER_OPS: set[str] = set()
 
 
-def _known_to_the_dispatcher(qualname: str) -> bool:
-    if qualname not in _DISPATCHER_OPS:  # an operator registered since: look again
-        _DISPATCHER_OPS.update(name.partition(".")[0] for name in _all_op_names())
-    return qualname in _DISPATCHER_OPS
+def _learn_dispatcher_ops() -> None:
+    for name in _all_op_names():
+        _DISPATCHER_OPS.add(name)
+        _DISPATCHER_OPS.add(name.partition(".")[0])
+
+
+_learn_dispatcher_ops()
+_JIT_ONLY_NAMES = frozenset(schema.name for schema in torch._C._jit_get_all_schemas()) - frozenset(
+    _DISPATCHER_OPS
+)
+
+
+def _known_to_the_dispatcher(qualname: str, overload: str | None = None) -> bool:
+    """Whether the dispatcher has the operator (``overload``: that overload of it;
+    ``""`` the default one)."""
+    if qualname in _JIT_ONLY_NAMES:
+        return False
+    wanted = qualname if not overload else f"{qualname}.{overload}"
+    if wanted not in _DISPATCHER_OPS:  # an operator registered since: look again
+        _learn_dispatcher_ops()
+    return wanted in _DISPATCHER_OPS
 
 
 def _set_operator(op: Any) -> Any:
@@ -730,8 +752,11 @@ def _get_operation_overload(qualname: Any, *args: Any, **kwargs: Any) -> Any:
     if type(found) is not tuple or len(found) < 2 or found[0] is None:
         return found
     name = str.__str__(qualname)
-    if not _known_to_the_dispatcher(name):
-        refused = _refused(f"the JIT-only operator {name}")
+    overload = args[0] if args else kwargs.get("overload_name", "")
+    overload = str.__str__(overload) if isinstance(overload, str) else ""
+    if not _known_to_the_dispatcher(name, overload):
+        label = f"{name}.{overload}" if overload else name
+        refused = _refused(f"the JIT-only operator {label}")
         return (refused, refused, *found[2:])
     op = _set_operator(found[0]) if name == "aten::set_" else found[0]
     return (op, _watched_op_dk(found[1]), *found[2:])
@@ -898,6 +923,19 @@ TRUSTED_ROOTS += tuple(
 # The runner's and harness's own files, as the interpreter may spell them: a frame of
 # theirs (checked genuine by ``_programs`` first) is never the program's.
 RUNNER_ROOTS = tuple(dict.fromkeys((RUNNER_ROOT, str(Path(__file__).parent.parent) + os.sep)))
+TORCH_ROOTS = tuple(dict.fromkeys((TORCH_ROOT, str(Path(torch.__file__).parent) + os.sep)))
+
+# For the calls that count only when the program's own code makes them (``_op_dk``,
+# ``redispatch``, a question whether the profiler is on, the runner's own reading
+# functions, the audited calls): the names by which torch's code makes each call
+# itself. A torch frame whose code names none of them did not choose the call: it ran
+# a callable it was handed (a decorator's wrapper calling ``func``, handed a
+# ``partial`` of the call), and the call is its caller's.
+_CALLEE_NAMES = {
+    OP_DK: frozenset({"_op_dk"}),
+    REDISPATCH: frozenset({"redispatch"}),
+    PROFILER_QUERY: frozenset({"_is_profiler_enabled", "_profiler_enabled", "_profiler_type"}),
+}
 
 
 def _method(descriptor: Any, owners: type = _TensorBase) -> Any:
@@ -1151,6 +1189,10 @@ AUDITED = {
 }
 
 
+# The names torch's code would call each audited function by (see _CALLEE_NAMES).
+_AUDITED_NAMES = {label: frozenset({label.rpartition(".")[2]}) for label in AUDITED.values()}
+
+
 def _filename(code: types.CodeType) -> str:
     """A code's file name as a plain str: a code object may carry a str subclass whose
     methods are the program's, which would run inside the hook, unwatched."""
@@ -1370,6 +1412,7 @@ class Watch:
                 # custom operators redispatch for the program, and record what they run.
                 if caller is not None and caller.f_code is _getattribute_code:
                     caller = caller.f_back
+                caller = self._past_relays(caller, _CALLEE_NAMES[label])
                 if caller is not None and self._programs(caller.f_code):
                     self._record(label)
                 return False
@@ -1462,11 +1505,25 @@ class Watch:
             if _filename(code).startswith(RUNNER_ROOTS) and id(code) not in _PASSING:
                 # One of the runner's reading functions reads for the program when the
                 # program called it (its module is within reach through sys.modules).
-                caller = frame.f_back
+                caller = self._past_relays(frame.f_back, frozenset({code.co_name}))
                 own = id(code) in self.readers
                 return not own or (caller is not None and self._programs(caller.f_code))
             frame = frame.f_back
         return False
+
+    def _past_relays(
+        self, frame: types.FrameType | None, names: frozenset[str]
+    ) -> types.FrameType | None:
+        """The frame that chose a call: ``frame``, or, while that is a torch frame whose
+        code names none of ``names`` (it ran a callable handed to it), the one below."""
+        while (
+            frame is not None
+            and not self._programs(frame.f_code)
+            and _filename(frame.f_code).startswith(TORCH_ROOTS)
+            and names.isdisjoint(frame.f_code.co_names)
+        ):
+            frame = frame.f_back
+        return frame
 
     def _make_audit_hook(self) -> Any:
         """An audit hook, added before any program code exists: it refuses every later
@@ -1496,8 +1553,8 @@ class Watch:
                 return
             busy[0] = True
             try:
-                caller = getframe(1)
-                refuse = self._programs(caller.f_code)
+                caller = self._past_relays(getframe(1), _AUDITED_NAMES[label])
+                refuse = caller is not None and self._programs(caller.f_code)
                 if refuse:
                     self._record(label)
             finally:
