@@ -21,7 +21,9 @@ def test_a_catalog_serving_task_validates(folder: Path, model_dir: Path) -> None
     (check,) = check_bundles([folder], jobs=1)
     table = format_table([check])
     print(table)
-    assert check.passed, table
+    # Each graded file's reason too: a failing validation says why, not only that it failed.
+    said = "\n".join(f"{f.role} {f.path}: {f.reason}" for f in check.files)
+    assert check.passed, f"{table}\n{said}"
     solution = check.solution
     assert solution is not None and solution.verdict == "accepted", table
     assert (solution.metrics.get("rate_ratio") or solution.metrics.get("goodput_ratio") or 0) > 1
