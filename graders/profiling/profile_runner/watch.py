@@ -1202,18 +1202,14 @@ def _filename(code: types.CodeType) -> str:
 def _watch_codes() -> frozenset[int]:
     """The ids of every code object of this module's functions and methods, nested
     ones (the hooks made by ``Watch``) included."""
-    pending = [
-        value.__code__
-        for item in list(globals().values())
-        for value in ([item] if not isinstance(item, type) else list(vars(item).values()))
-        if isinstance(value, types.FunctionType) and value.__module__ == __name__
-    ]
-    found: set[int] = set()
-    while pending:
-        code = pending.pop()
-        found.add(id(code))
-        pending += [item for item in code.co_consts if isinstance(item, types.CodeType)]
-    return frozenset(found)
+    return _codes_within(
+        *(
+            value
+            for item in list(globals().values())
+            for value in ([item] if not isinstance(item, type) else list(vars(item).values()))
+            if isinstance(value, types.FunctionType) and value.__module__ == __name__
+        )
+    )
 
 
 # Markers: C functions only the runner calls, which the hook takes for signs of life
